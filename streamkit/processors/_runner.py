@@ -1,0 +1,265 @@
+"""Runners for the eight non-stream hooks: chaining, return shapes, trace, violations.
+
+These run once per request or per step (never per chunk), so clarity wins over speed here.
+
+Decisions where Mastra has two behaviours (``mastra-reference.md`` §13):
+
+* Each processor of a lane re-reads the list (Mastra's raw-runner path): ``process_input`` gets
+  ``get.input.db()``, ``process_output_result`` gets ``get.response.db()``, every other message
+  hook gets ``get.all.db()``.
+* ``on_violation`` fires for every TripWire from every hook, ``process_tool_result`` included.
+* ``system_messages`` is the untagged bucket everywhere except ``process_tool_result``, which gets
+  every system message (as in Mastra).
+* An exception (not a TripWire) in ``process_api_error`` is logged, recorded in the trace and
+  ignored, so the original API error is what surfaces. Anywhere else it becomes ``ProcessorError``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, fields
+from typing import Any, Sequence
+
+from ..errors import ProcessorError
+from ..tripwire import TripWire
+from ._runtime import RequestRuntime, now
+from ._spec import ProcessorSpec
+from ._stream import hook_failure
+
+__all__ = ["StepOverrides", "call_hook", "run_message_hook", "run_input_step",
+           "run_llm_request", "run_llm_response", "run_api_error"]
+
+log = logging.getLogger("streamkit.processors")
+
+
+@dataclass(slots=True)
+class StepOverrides:
+    """What ``process_input_step`` (and ``prepare_step``) may change for one step.
+
+    Every field left as ``None`` keeps its current value. Overrides chain: the next processor
+    sees the values the previous one set, and they apply to this step only.
+    """
+
+    model: Any = None
+    tool_choice: Any = None
+    active_tools: list[str] | None = None
+    tools: Any = None
+    messages: list[Any] | None = None
+    message_list: Any = None
+    system_messages: list[Any] | None = None
+    provider_options: dict[str, Any] | None = None
+    model_settings: dict[str, Any] | None = None
+    structured_output: Any = None
+
+    def set_fields(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if getattr(self, f.name) is not None}
+
+
+_OVERRIDE_KEYS = frozenset(f.name for f in fields(StepOverrides))
+
+
+async def call_hook(runtime: RequestRuntime, spec: ProcessorSpec, hook: str,
+                    available: dict[str, Any], step: int | None) -> Any:
+    """Call one hook with the arguments it asks for; record it in the trace.
+
+    TripWire: its ``processor_id`` is filled in, ``on_violation`` is called, and it is re-raised.
+    Any other exception is re-raised as ``ProcessorError`` naming processor and hook.
+    """
+    h = spec.hooks[hook]
+    available["state"] = runtime.state(spec.id)
+    available["abort"] = runtime.abort(spec.id)
+    available.setdefault("request_context", runtime.request_context)
+    available.setdefault("tracing_context", None)
+    t0 = now()
+    try:
+        result = h.fn(**h.call_kwargs(available))
+        if h.is_async:
+            result = await result
+    except BaseException as exc:
+        failure = hook_failure(spec.id, hook, exc)
+        if isinstance(failure, TripWire):
+            runtime.record(spec.id, hook, step, now() - t0, "retry" if failure.retry else "tripwire",
+                           failure.reason)
+            await runtime.violation(spec, failure, hook)
+        elif isinstance(failure, ProcessorError):
+            runtime.record(spec.id, hook, step, now() - t0, "error", str(exc))
+        raise failure from (None if failure is exc else exc)
+    runtime.record(spec.id, hook, step, now() - t0, "ok" if result is None else "changed")
+    return result
+
+
+def _messages_for(hook: str, message_list: Any) -> list[Any]:
+    if hook == "process_input":
+        return message_list.get.input.db()
+    if hook == "process_output_result":
+        return message_list.get.response.db()
+    return message_list.get.all.db()
+
+
+def _system_for(hook: str, message_list: Any) -> list[Any]:
+    if hook == "process_tool_result":
+        return message_list.get_all_system_messages()
+    return message_list.get_system_messages()
+
+
+async def run_message_hook(runtime: RequestRuntime, specs: Sequence[ProcessorSpec], hook: str,
+                           message_list: Any, available: dict[str, Any], *, default_source: str,
+                           step: int | None = None) -> None:
+    """Run a message hook (``process_input``, ``process_output_step``, ``process_tool_result``,
+    ``process_output_result``) over ``specs`` in order, applying each return value to
+    ``message_list`` (None, same list, list of messages, or ``{"messages", "system_messages"}``)."""
+    for spec in specs:
+        if hook not in spec.hooks:
+            continue
+        given = _messages_for(hook, message_list)
+        args = dict(available)
+        args["messages"] = given
+        args["message_list"] = message_list
+        args["system_messages"] = _system_for(hook, message_list)
+        result = await call_hook(runtime, spec, hook, args, step)
+        _apply(spec, hook, message_list, result, given, default_source)
+
+
+def _apply(spec: ProcessorSpec, hook: str, message_list: Any, result: Any, given: list[Any],
+           default_source: str) -> None:
+    try:
+        message_list.apply_hook_result(result, given, default_source)
+    except ProcessorError as exc:
+        raise ProcessorError(f"processor {spec.id!r}, {hook}: {exc}", processor_id=spec.id,
+                             hook=hook) from exc
+
+
+async def run_input_step(runtime: RequestRuntime, specs: Sequence[ProcessorSpec],
+                         message_list: Any, available: dict[str, Any], *, step: int
+                         ) -> StepOverrides:
+    """Run ``process_input_step`` of every processor (then ``prepare_step``, which the agent
+    appends as a processor). Returns the chained overrides for this step.
+
+    ``available`` must hold the step's current ``model``, ``tools``, ``tool_choice``,
+    ``active_tools``, ``provider_options``, ``model_settings`` and ``structured_output``; each
+    processor sees the values left by the previous one.
+    """
+    overrides = StepOverrides()
+    current = dict(available)
+    for spec in specs:
+        if "process_input_step" not in spec.hooks:
+            continue
+        given = message_list.get.all.db()
+        args = dict(current)
+        args["messages"] = given
+        args["message_list"] = message_list
+        args["system_messages"] = message_list.get_system_messages()
+        result = await call_hook(runtime, spec, "process_input_step", args, step)
+        if result is None or result is message_list:
+            continue
+        if isinstance(result, (list, tuple)):
+            _apply(spec, "process_input_step", message_list, list(result), given, "input")
+            continue
+        if isinstance(result, StepOverrides):
+            result = result.set_fields()
+        if not isinstance(result, dict):
+            _apply(spec, "process_input_step", message_list, result, given, "input")
+            continue
+        unknown = set(result) - _OVERRIDE_KEYS
+        if unknown:
+            raise ProcessorError(
+                f"processor {spec.id!r}, process_input_step returned unknown key(s) "
+                f"{sorted(unknown)}; expected any of {sorted(_OVERRIDE_KEYS)}",
+                processor_id=spec.id, hook="process_input_step")
+        if "messages" in result and "message_list" in result:
+            raise ProcessorError(
+                f"processor {spec.id!r}, process_input_step returned both 'messages' and "
+                f"'message_list'; return one of them", processor_id=spec.id,
+                hook="process_input_step")
+        if "message_list" in result and result["message_list"] is not message_list:
+            _apply(spec, "process_input_step", message_list, result["message_list"], given, "input")
+        msg_part = {k: result[k] for k in ("messages", "system_messages") if k in result}
+        if msg_part:
+            payload = msg_part if "system_messages" in msg_part else msg_part["messages"]
+            if "system_messages" in msg_part and "messages" not in msg_part:
+                payload = {"messages": given, "system_messages": msg_part["system_messages"]}
+            _apply(spec, "process_input_step", message_list, payload, given, "input")
+        for key, value in result.items():
+            if key in ("messages", "message_list", "system_messages"):
+                continue
+            setattr(overrides, key, value)
+            current[key] = value
+    return overrides
+
+
+async def run_llm_request(runtime: RequestRuntime, specs: Sequence[ProcessorSpec],
+                          available: dict[str, Any], *, step: int) -> tuple[Any, list[Any] | None]:
+    """Run ``process_llm_request``: returns ``(prompt, response_chunks_or_None)``.
+
+    ``{"prompt": p}`` replaces the prompt for the next processor and for this call only (never
+    stored); ``{"response": chunks}`` short-circuits the model — the first processor to return a
+    response wins, later processors still run.
+    """
+    prompt = available["prompt"]
+    response: list[Any] | None = None
+    for spec in specs:
+        if "process_llm_request" not in spec.hooks:
+            continue
+        args = dict(available)
+        args["prompt"] = prompt
+        result = await call_hook(runtime, spec, "process_llm_request", args, step)
+        if result is None:
+            continue
+        if not isinstance(result, dict) or not set(result) <= {"prompt", "response"}:
+            raise ProcessorError(
+                f"processor {spec.id!r}, process_llm_request must return None, {{'prompt': ...}} "
+                f"or {{'response': [chunks]}}; got {result!r:.120}",
+                processor_id=spec.id, hook="process_llm_request")
+        if "prompt" in result:
+            if not isinstance(result["prompt"], list):
+                raise ProcessorError(
+                    f"processor {spec.id!r}, process_llm_request returned a prompt of type "
+                    f"{type(result['prompt']).__name__}; expected a list of message dicts",
+                    processor_id=spec.id, hook="process_llm_request")
+            prompt = result["prompt"]
+        if response is None and result.get("response") is not None:
+            chunks = result["response"]
+            if isinstance(chunks, dict) and "chunks" in chunks:
+                chunks = chunks["chunks"]
+            if not isinstance(chunks, (list, tuple)):
+                raise ProcessorError(
+                    f"processor {spec.id!r}, process_llm_request returned a response of type "
+                    f"{type(chunks).__name__}; expected a list of chunks",
+                    processor_id=spec.id, hook="process_llm_request")
+            response = list(chunks)
+    return prompt, response
+
+
+async def run_llm_response(runtime: RequestRuntime, specs: Sequence[ProcessorSpec],
+                           available: dict[str, Any], *, step: int) -> None:
+    """Run ``process_llm_response`` (return values are ignored)."""
+    for spec in specs:
+        if "process_llm_response" in spec.hooks:
+            await call_hook(runtime, spec, "process_llm_response", dict(available), step)
+
+
+async def run_api_error(runtime: RequestRuntime, specs: Sequence[ProcessorSpec],
+                        message_list: Any, available: dict[str, Any], *, step: int) -> bool:
+    """Run ``process_api_error`` in order until one returns ``{"retry": True}`` (it wins; later
+    ones are not called). Returns whether a retry was requested. TripWires propagate."""
+    for spec in specs:
+        if "process_api_error" not in spec.hooks:
+            continue
+        args = dict(available)
+        args["messages"] = message_list.get.all.db()
+        args["message_list"] = message_list
+        try:
+            result = await call_hook(runtime, spec, "process_api_error", args, step)
+        except ProcessorError as exc:
+            log.error("process_api_error of %r raised; ignored: %s", spec.id, exc)
+            continue
+        if result is None:
+            continue
+        if not isinstance(result, dict):
+            log.error("process_api_error of %r returned %r; expected None or {'retry': bool}",
+                      spec.id, result)
+            continue
+        if result.get("retry"):
+            return True
+    return False

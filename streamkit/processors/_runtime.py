@@ -1,0 +1,150 @@
+"""Per-request runtime: state dicts, abort functions, the writer, and the trace.
+
+One ``RequestRuntime`` exists per request (one ``agent.stream()``/``generate()`` call, one
+``ops.apply()``); it is never shared between concurrent requests, so state can never leak.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..tripwire import TripWire, Violation, make_abort
+from ._spec import ProcessorSpec
+
+__all__ = ["RequestRuntime", "TraceRecord", "StreamStats", "Writer"]
+
+log = logging.getLogger("streamkit.processors")
+
+
+@dataclass(slots=True)
+class TraceRecord:
+    """One hook call (or, for ``process_output_stream``, one processor's whole pass over a step).
+
+    Attributes:
+        processor_id: the processor.
+        hook: the hook name.
+        step: the step number (``None`` for ``process_input``/``process_output_result``).
+        duration: seconds spent inside the hook (summed over chunks for stream hooks).
+        outcome: ``"ok"``, ``"changed"``, ``"tripwire"``, ``"retry"``, ``"error"``, or for
+            stream hooks ``"ok"``/``"dropped"`` (some chunks dropped)/``"tripwire"``.
+        calls: how many times the hook ran (chunks seen for stream hooks, else 1).
+        dropped: chunks the stream hook dropped.
+        first_call: seconds its first call took (the time it added before the first chunk).
+        detail: the tripwire reason or error text, when there is one.
+    """
+
+    processor_id: str
+    hook: str
+    step: int | None
+    duration: float
+    outcome: str
+    calls: int = 1
+    dropped: int = 0
+    first_call: float | None = None
+    detail: str | None = None
+
+    def as_row(self) -> dict[str, Any]:
+        return {"processor": self.processor_id, "hook": self.hook, "step": self.step,
+                "calls": self.calls, "dropped": self.dropped, "ms": round(self.duration * 1e3, 3),
+                "outcome": self.outcome, "detail": self.detail}
+
+
+@dataclass(slots=True)
+class StreamStats:
+    """Counters a fused stream chain updates in place (only when timing is on)."""
+
+    calls: int = 0
+    dropped: int = 0
+    ns: int = 0
+    first_ns: int = 0
+
+
+class Writer:
+    """``writer.custom(chunk)``: emit a ``data-*`` (or any) chunk from a hook or a tool.
+
+    Written chunks are handed to ``sink`` (the agent routes them as Mastra does: through the
+    data-part processors, or straight to the consumer for the stream hook's own writer).
+    """
+
+    __slots__ = ("_sink",)
+
+    def __init__(self, sink: Callable[[Any], Any]) -> None:
+        self._sink = sink
+
+    def custom(self, chunk: Any) -> Any:
+        """Write ``chunk``: a ``DataChunk``, any chunk, or a dict ``{"type": "data-x", "data":
+        ..., "id"?: ..., "transient"?: bool}``. Returns what the sink returns (awaitable for the
+        agent's routed writer, ``None`` for direct writers) — awaiting it is optional."""
+        return self._sink(coerce_chunk(chunk))
+
+
+class RequestRuntime:
+    """Everything per request that hooks share: ``state`` per processor id, ``abort`` per
+    processor, ``request_context``, the trace, and violation handling."""
+
+    def __init__(self, request_context: Any = None, *, run_id: str = "",
+                 timed: bool = True) -> None:
+        self.states: dict[str, dict[str, Any]] = {}
+        self._aborts: dict[str, Callable[..., Any]] = {}
+        self.request_context = request_context if request_context is not None else {}
+        self.run_id = run_id
+        self.timed = timed
+        self.trace: list[TraceRecord] = []
+
+    def state(self, processor_id: str) -> dict[str, Any]:
+        """The state dict of ``processor_id`` for this request (created on first use)."""
+        st = self.states.get(processor_id)
+        if st is None:
+            st = self.states[processor_id] = {}
+        return st
+
+    def abort(self, processor_id: str) -> Callable[..., Any]:
+        fn = self._aborts.get(processor_id)
+        if fn is None:
+            fn = self._aborts[processor_id] = make_abort(processor_id)
+        return fn
+
+    def record(self, processor_id: str, hook: str, step: int | None, duration: float,
+               outcome: str, detail: str | None = None) -> None:
+        self.trace.append(TraceRecord(processor_id, hook, step, duration, outcome, detail=detail))
+
+    def record_stream(self, processor_id: str, step: int | None, stats: StreamStats,
+                      outcome: str = "ok", detail: str | None = None) -> None:
+        if stats.dropped and outcome == "ok":
+            outcome = "dropped"
+        self.trace.append(TraceRecord(
+            processor_id, "process_output_stream", step, stats.ns / 1e9, outcome,
+            calls=stats.calls, dropped=stats.dropped,
+            first_call=stats.first_ns / 1e9 if stats.calls else None, detail=detail))
+
+    async def violation(self, spec: ProcessorSpec | None, tripwire: TripWire,
+                        hook: str | None = None) -> None:
+        """Call ``spec.on_violation`` for ``tripwire``; its own exceptions are logged, never
+        raised (a broken callback must not change the run's outcome)."""
+        if spec is None or spec.on_violation is None:
+            return
+        violation = Violation(processor_id=tripwire.processor_id or spec.id,
+                              message=str(tripwire), detail=tripwire.metadata,
+                              retry=tripwire.retry, hook=hook)
+        try:
+            out = spec.on_violation(violation)
+            if inspect.isawaitable(out):
+                await out
+        except Exception:  # noqa: BLE001 - documented: on_violation errors are logged only
+            log.exception("on_violation of processor %r raised; ignored", spec.id)
+
+
+def coerce_chunk(chunk: Any) -> Any:
+    """A chunk as is; a dict in Mastra's wire shape decoded into its chunk class
+    (``ChunkDecodeError`` when it is not a valid chunk)."""
+    from ..chunks import coerce_chunk as _coerce
+
+    return _coerce(chunk)
+
+
+def now() -> float:
+    return time.perf_counter()

@@ -1,0 +1,248 @@
+"""Hook names, the parameters each hook can receive, and registration of a processor.
+
+Registration happens once per processor object: it validates the hook names and parameter names
+(``ProcessorDefinitionError`` with the closest valid name), decides sync vs async for each hook,
+and records which parameters each hook asks for. Nothing here runs per chunk.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import inspect
+import weakref
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..errors import ProcessorDefinitionError
+
+__all__ = ["HOOKS", "HOOK_PARAMS", "HookSpec", "ProcessorSpec", "register", "is_async_callable"]
+
+_COMMON = ("state", "abort", "retry_count", "request_context", "tracing_context")
+
+#: Every hook and the parameters the runtime passes it (snake_case of the document's names).
+HOOK_PARAMS: dict[str, frozenset[str]] = {
+    "process_input": frozenset(_COMMON + ("messages", "system_messages", "message_list")),
+    "process_input_step": frozenset(_COMMON + (
+        "messages", "message_list", "system_messages", "step_number", "steps", "model", "tools",
+        "tool_choice", "active_tools", "provider_options", "model_settings", "structured_output",
+        "writer", "abort_signal")),
+    "process_llm_request": frozenset(_COMMON + (
+        "prompt", "model", "message_list", "step_number", "steps", "writer", "abort_signal",
+        "tools", "tool_choice", "model_settings", "provider_options")),
+    "process_llm_response": frozenset(_COMMON + (
+        "chunks", "model", "step_number", "steps", "warnings", "request", "raw_response",
+        "from_cache", "message_list", "writer", "abort_signal")),
+    "process_api_error": frozenset(_COMMON + (
+        "error", "messages", "message_list", "step_number", "steps", "writer", "abort_signal")),
+    "process_output_stream": frozenset(_COMMON + (
+        "part", "stream_parts", "message_list", "writer")),
+    "process_output_step": frozenset(_COMMON + (
+        "messages", "message_list", "step_number", "finish_reason", "provider_metadata",
+        "tool_calls", "text", "usage", "system_messages", "steps", "writer", "abort_signal")),
+    "process_tool_result": frozenset(_COMMON + (
+        "messages", "message_list", "step_number", "tool_name", "tool_call_id", "args", "result",
+        "provider_executed", "system_messages", "steps", "writer", "abort_signal")),
+    "process_output_result": frozenset(_COMMON + (
+        "messages", "message_list", "result", "writer", "system_messages")),
+}
+
+#: The nine hooks, in the order one run calls them.
+HOOKS: tuple[str, ...] = (
+    "process_input", "process_input_step", "process_llm_request", "process_llm_response",
+    "process_api_error", "process_output_stream", "process_output_step", "process_tool_result",
+    "process_output_result",
+)
+
+#: Optional non-hook method of stream processors: called when a chunk source ends, may return
+#: chunks still held back (a batch, a redaction tail). Its parameters come from this set.
+FLUSH_METHOD = "flush_output_stream"
+FLUSH_PARAMS = frozenset(("state", "abort", "writer", "message_list", "request_context",
+                          "retry_count", "tracing_context"))
+
+_ALL_PARAMS = frozenset().union(*HOOK_PARAMS.values())
+_NOT_HOOKS = frozenset(("process_data_parts",))
+
+
+def is_async_callable(fn: Any) -> bool:
+    """True when calling ``fn`` returns an awaitable coroutine (functions, partials, callables)."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return inspect.iscoroutinefunction(fn) or (
+        callable(fn) and inspect.iscoroutinefunction(getattr(fn, "__call__", None)))
+
+
+@dataclass(frozen=True, slots=True)
+class HookSpec:
+    """One hook of one processor, decided at registration.
+
+    Attributes:
+        name: the hook name (``"process_output_stream"``).
+        fn: the bound callable.
+        is_async: whether it must be awaited (decided once, never per call).
+        params: the parameter names it asks for, in signature order.
+        wants_all: it has ``**kwargs`` and receives every argument of its hook.
+        positional: every named parameter can be passed positionally in ``params`` order.
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    is_async: bool
+    params: tuple[str, ...]
+    wants_all: bool
+    positional: bool
+
+    def wants(self, param: str) -> bool:
+        """Whether this hook receives ``param``."""
+        return self.wants_all or param in self.params
+
+    def call_kwargs(self, available: dict[str, Any]) -> dict[str, Any]:
+        """Select the keyword arguments this hook asks for from everything ``available``."""
+        if self.wants_all:
+            return available
+        return {name: available[name] for name in self.params if name in available}
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessorSpec:
+    """A registered processor: its id, hooks, and flags.
+
+    Attributes:
+        processor: the user's object.
+        id: its string id (state key, tripwire ``processorId``).
+        hooks: hook name → ``HookSpec`` for each hook it implements.
+        flush: the optional ``flush_output_stream`` as a ``HookSpec``.
+        process_data_parts: whether ``data-*`` chunks reach its ``process_output_stream``.
+        multi_emit: whether its stream hook may return a list of chunks.
+        on_violation: its ``on_violation`` callable, if any.
+    """
+
+    processor: Any
+    id: str
+    hooks: dict[str, HookSpec]
+    flush: HookSpec | None
+    process_data_parts: bool
+    multi_emit: bool
+    on_violation: Callable[..., Any] | None
+
+    def has(self, hook: str) -> bool:
+        return hook in self.hooks
+
+
+def _closest(name: str, choices: Any) -> str:
+    match = difflib.get_close_matches(name, sorted(choices), n=1, cutoff=0.0)
+    return match[0] if match else ""
+
+
+def _hook_spec(owner: str, hook: str, fn: Any, allowed: frozenset[str]) -> HookSpec:
+    if not callable(fn):
+        raise ProcessorDefinitionError(
+            f"processor {owner!r}: {hook} must be a function or method, got {type(fn).__name__}")
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise ProcessorDefinitionError(
+            f"processor {owner!r}: cannot read the signature of {hook}: {exc}") from exc
+    params: list[str] = []
+    wants_all = False
+    positional = True
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_KEYWORD:
+            wants_all = True
+            continue
+        if p.kind is p.VAR_POSITIONAL:
+            raise ProcessorDefinitionError(
+                f"processor {owner!r}: {hook} takes *{p.name}; hooks receive keyword arguments "
+                f"only — name the ones you need (e.g. {sorted(allowed)[:4]}) or use **kwargs")
+        if p.kind is p.POSITIONAL_ONLY:
+            raise ProcessorDefinitionError(
+                f"processor {owner!r}: parameter {p.name!r} of {hook} is positional-only; "
+                f"hooks receive keyword arguments, remove the '/'")
+        if p.name not in allowed:
+            hint = _closest(p.name, allowed)
+            elsewhere = [h for h, ps in HOOK_PARAMS.items() if p.name in ps]
+            extra = f" ({p.name!r} is passed to {', '.join(elsewhere)} only)" if elsewhere else ""
+            raise ProcessorDefinitionError(
+                f"processor {owner!r}: {hook} asks for parameter {p.name!r}, which it never "
+                f"receives{extra}; did you mean {hint!r}? Valid names: {', '.join(sorted(allowed))}")
+        if p.kind is p.KEYWORD_ONLY:
+            positional = False
+        params.append(p.name)
+    return HookSpec(hook, fn, is_async_callable(fn), tuple(params), wants_all, positional)
+
+
+def _lookup(obj: Any, name: str) -> Any:
+    return getattr(obj, name, None)
+
+
+_CACHE: "weakref.WeakKeyDictionary[Any, ProcessorSpec]" = weakref.WeakKeyDictionary()
+
+
+def register(processor: Any) -> ProcessorSpec:
+    """Validate ``processor`` and decide, once, how each of its hooks is called.
+
+    Raises:
+        ProcessorDefinitionError: no string ``id``, no hook at all, a method named
+            ``process_*`` that is not a hook, or a hook parameter the hook never receives.
+    """
+    try:
+        cached = _CACHE.get(processor)
+    except TypeError:
+        cached = None
+    if cached is not None:
+        return cached
+    pid = getattr(processor, "id", None)
+    if not isinstance(pid, str) or not pid:
+        raise ProcessorDefinitionError(
+            f"{type(processor).__name__} has no string 'id'; every processor needs one "
+            f"(it keys the per-request state and names the processor in tripwires), "
+            f"e.g. class {type(processor).__name__}(Processor): id = 'my-processor'")
+    names = set(dir(type(processor)))
+    names.update(getattr(processor, "__dict__", {}).keys())
+    for name in sorted(names):
+        if name.startswith("process_") and name not in HOOK_PARAMS and name not in _NOT_HOOKS:
+            if callable(_lookup(processor, name)):
+                raise ProcessorDefinitionError(
+                    f"processor {pid!r} defines {name}, which is not a hook; did you mean "
+                    f"{_closest(name, HOOK_PARAMS)!r}? Hooks: {', '.join(HOOKS)}")
+    hooks: dict[str, HookSpec] = {}
+    declared_params = getattr(processor, "stream_params", None)
+    for hook in HOOKS:
+        fn = _lookup(processor, hook)
+        if fn is not None and not (hook == "process_output_stream" and declared_params):
+            hooks[hook] = _hook_spec(pid, hook, fn, HOOK_PARAMS[hook])
+        elif fn is not None:
+            hooks[hook] = HookSpec(hook, fn, False, (), False, True)  # replaced just below
+    declared = getattr(processor, "stream_params", None)
+    if declared is not None and "process_output_stream" in hooks:
+        # Operators wrap a user function whose own parameter may be named anything; they
+        # declare the positional order it is called with instead of being inspected.
+        bad = [p for p in declared if p not in HOOK_PARAMS["process_output_stream"]]
+        if bad:
+            raise ProcessorDefinitionError(
+                f"processor {pid!r}: stream_params names {bad}, which process_output_stream "
+                f"never receives")
+        fn = hooks["process_output_stream"].fn
+        hooks["process_output_stream"] = HookSpec("process_output_stream", fn,
+                                                  is_async_callable(fn), tuple(declared),
+                                                  False, True)
+    flush_fn = _lookup(processor, FLUSH_METHOD)
+    flush = _hook_spec(pid, FLUSH_METHOD, flush_fn, FLUSH_PARAMS) if flush_fn is not None else None
+    if not hooks:
+        raise ProcessorDefinitionError(
+            f"processor {pid!r} implements no hook; define at least one of: {', '.join(HOOKS)}")
+    on_violation = _lookup(processor, "on_violation")
+    if on_violation is not None and not callable(on_violation):
+        raise ProcessorDefinitionError(
+            f"processor {pid!r}: on_violation must be callable, got {type(on_violation).__name__}")
+    spec = ProcessorSpec(
+        processor=processor, id=pid, hooks=hooks, flush=flush,
+        process_data_parts=bool(getattr(processor, "process_data_parts", False)),
+        multi_emit=bool(getattr(processor, "multi_emit", False)),
+        on_violation=on_violation,
+    )
+    try:
+        _CACHE[processor] = spec
+    except TypeError:  # not weak-referenceable: registration is cheap enough to redo
+        pass
+    return spec
