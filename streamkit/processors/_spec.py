@@ -129,8 +129,33 @@ class ProcessorSpec:
         return hook in self.hooks
 
 
+#: Names people reach for, mapped to the parameter they mean.
+_ALIASES = {
+    "chunk": "part", "c": "part", "p": "part", "event": "part", "delta": "part",
+    "chunks_so_far": "stream_parts", "parts": "stream_parts", "msgs": "messages",
+    "history": "messages", "ml": "message_list", "messagelist": "message_list",
+    "ctx": "request_context", "context": "request_context", "requestcontext": "request_context",
+    "system": "system_messages", "system_prompt": "system_messages", "err": "error",
+    "exc": "error", "exception": "error", "step": "step_number", "stepnumber": "step_number",
+    "retries": "retry_count", "retrycount": "retry_count", "output": "result",
+    "toolname": "tool_name", "toolcallid": "tool_call_id", "arguments": "args",
+    "finishreason": "finish_reason", "toolcalls": "tool_calls", "settings": "model_settings",
+}
+
+
 def _closest(name: str, choices: Any) -> str:
-    match = difflib.get_close_matches(name, sorted(choices), n=1, cutoff=0.0)
+    pool = sorted(choices)
+    alias = _ALIASES.get(name.lower().replace("-", "_")) or \
+        _ALIASES.get(name.lower().replace("_", "").replace("-", ""))
+    if alias in pool:
+        return alias
+    snake = "".join(f"_{ch.lower()}" if ch.isupper() else ch for ch in name).lstrip("_")
+    if snake in pool:
+        return snake
+    match = difflib.get_close_matches(snake, pool, n=1, cutoff=0.5)
+    if match:
+        return match[0]
+    match = difflib.get_close_matches(snake, pool, n=1, cutoff=0.0)
     return match[0] if match else ""
 
 
