@@ -1,0 +1,712 @@
+"""Stream operators: processors built from a function, and running pipelines without an agent.
+
+Every operator here is a ``Processor`` with ``process_output_stream``: it can sit in an agent's
+``output_processors``, compose with other processors using ``|``, and run standalone through
+``apply(source, pipeline)`` over an async iterable, a list, or a reactivex ``Observable``.
+``fn``/``pred`` may be sync or async; which one is decided once, when the operator is built.
+
+Marble diagrams read left to right; ``|`` ends the stream, ``X`` is a tripwire::
+
+    --a--b--c--|   map(upper)         --A--B--C--|
+    --a--b--c--|   filter(not b)      --a-----c--|
+    --a--b--c--|   abort(is b)        --a--X|
+
+What does not belong here: the per-chunk engine (``streamkit.processors._stream``) and the agent.
+aiostream and reactivex are used at the edges only (merging sources, Observable bridges), never
+as the per-chunk engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
+
+from .chunks import TextDelta, TripwireChunk
+from .errors import StreamkitError
+from .processors import (Pipeline, Processor, RequestRuntime, StreamChain, TripWire, Writer,
+                         flatten_processors, is_async_callable, register)
+
+__all__ = [
+    "map", "filter", "drop", "abort", "tap", "scan", "batch", "take", "skip", "take_while",
+    "distinct_until_changed", "start_with", "flat_map", "map_text", "apply", "AppliedStream",
+    "to_observable", "from_observable", "merge",
+]
+
+_counter = iter(range(1, 1 << 62))
+
+
+def _op_id(kind: str, fn: Any = None, id: str | None = None) -> str:
+    if id:
+        return id
+    name = getattr(fn, "__name__", None)
+    suffix = f":{name}" if name and name != "<lambda>" else ""
+    return f"{kind}{suffix}#{next(_counter)}"
+
+
+def _types(types: Iterable[str] | str | None) -> frozenset[str] | None:
+    if types is None:
+        return None
+    return frozenset([types] if isinstance(types, str) else types)
+
+
+class _Operator(Processor):
+    """Base of the function-built operators: a hook made from ``fn`` at construction."""
+
+    kind = "op"
+
+    def __init__(self, fn: Callable[..., Any] | None, *, id: str | None = None,
+                 types: Iterable[str] | str | None = None, data: bool = False) -> None:
+        if fn is not None and not callable(fn):
+            raise TypeError(f"ops.{self.kind} expects a function, got {type(fn).__name__}")
+        super().__init__(_op_id(self.kind, fn, id))
+        self.fn = fn
+        self.types = _types(types)
+        self.process_data_parts = data
+        self.is_async = is_async_callable(fn) if fn is not None else False
+
+    def __repr__(self) -> str:
+        return f"ops.{self.kind}({getattr(self.fn, '__name__', self.fn)!r}, id={self.id!r})"
+
+
+def _gate(types: frozenset[str] | None, hook: Callable[..., Any], is_async: bool
+          ) -> Callable[..., Any]:
+    """Restrict ``hook`` to chunks whose ``type`` is in ``types`` (others pass untouched)."""
+    if types is None:
+        return hook
+    if is_async:
+        async def gated_async(part: Any) -> Any:
+            return await hook(part) if part.type in types else part
+        return gated_async
+
+    def gated(part: Any) -> Any:
+        return hook(part) if part.type in types else part
+    return gated
+
+
+class map(_Operator):  # noqa: A001 - the operator vocabulary users expect (ops.map)
+    """Transform each chunk with ``fn(chunk) -> chunk`` (return ``None`` to drop it).
+
+    ``types`` restricts it to chunks of those wire types; ``data=True`` lets ``data-*`` chunks in.
+
+    Marble::
+
+        --a--b--c--|   map(upper)   --A--B--C--|
+
+    Example:
+        >>> shout = ops.map(lambda c: msgspec.structs.replace(
+        ...     c, payload=msgspec.structs.replace(c.payload, text=c.payload.text.upper())),
+        ...     types="text-delta")
+    """
+
+    kind = "map"
+    stream_params = ("part",)
+
+    def __init__(self, fn: Callable[[Any], Any], *, id: str | None = None,
+                 types: Iterable[str] | str | None = None, data: bool = False) -> None:
+        super().__init__(fn, id=id, types=types, data=data)
+        self.process_output_stream = _gate(self.types, fn, self.is_async)
+
+
+class filter(_Operator):  # noqa: A001
+    """Keep the chunks for which ``pred(chunk)`` is true; drop the others.
+
+    Marble::
+
+        --a--b--c--|   filter(not b)   --a-----c--|
+    """
+
+    kind = "filter"
+    stream_params = ("part",)
+    _keep_when = True
+
+    def __init__(self, pred: Callable[[Any], Any], *, id: str | None = None,
+                 types: Iterable[str] | str | None = None, data: bool = False) -> None:
+        super().__init__(pred, id=id, types=types, data=data)
+        keep = self._keep_when
+        if self.is_async:
+            async def hook_async(part: Any) -> Any:
+                return part if bool(await pred(part)) is keep else None
+            hook: Callable[..., Any] = hook_async
+        else:
+            def hook(part: Any) -> Any:
+                return part if bool(pred(part)) is keep else None
+        self.process_output_stream = _gate(self.types, hook, self.is_async)
+
+
+class drop(filter):
+    """Drop the chunks for which ``pred(chunk)`` is true.
+
+    Marble::
+
+        --a--b--c--|   drop(is b)   --a-----c--|
+    """
+
+    kind = "drop"
+    _keep_when = False
+
+
+class abort(_Operator):
+    """Trip the wire when ``pred(chunk)`` is true: the chunk is dropped and the run stops (or, with
+    ``retry=True`` inside an agent step, the step is re-run with ``reason`` as feedback).
+
+    Marble::
+
+        --a--b--c--|   abort(is b)   --a--X|
+    """
+
+    kind = "abort"
+    stream_params = ("part",)
+
+    def __init__(self, pred: Callable[[Any], Any], reason: str | None = None, *,
+                 retry: bool = False, metadata: Any = None, id: str | None = None,
+                 types: Iterable[str] | str | None = None, data: bool = False) -> None:
+        super().__init__(pred, id=id, types=types, data=data)
+        pid = self.id
+
+        def trip() -> TripWire:
+            return TripWire(reason, retry=retry, metadata=metadata, processor_id=pid).fill(pid)
+
+        if self.is_async:
+            async def hook_async(part: Any) -> Any:
+                if await pred(part):
+                    raise trip()
+                return part
+            hook: Callable[..., Any] = hook_async
+        else:
+            def hook(part: Any) -> Any:
+                if pred(part):
+                    raise trip()
+                return part
+        self.process_output_stream = _gate(self.types, hook, self.is_async)
+
+
+class tap(_Operator):
+    """Call ``fn(chunk)`` for its side effect; the chunk passes unchanged.
+
+    Marble::
+
+        --a--b--|   tap(print)   --a--b--|   (prints a, b)
+    """
+
+    kind = "tap"
+    stream_params = ("part",)
+
+    def __init__(self, fn: Callable[[Any], Any], *, id: str | None = None,
+                 types: Iterable[str] | str | None = None, data: bool = False) -> None:
+        super().__init__(fn, id=id, types=types, data=data)
+        if self.is_async:
+            async def hook_async(part: Any) -> Any:
+                await fn(part)
+                return part
+            hook: Callable[..., Any] = hook_async
+        else:
+            def hook(part: Any) -> Any:
+                fn(part)
+                return part
+        self.process_output_stream = _gate(self.types, hook, self.is_async)
+
+
+class scan(_Operator):
+    """Fold every chunk into an accumulator kept in this request's ``state[key]``.
+
+    ``fn(acc, chunk) -> acc``; ``seed`` starts it. Chunks pass unchanged; read the value from
+    ``applied.state(op.id)[key]`` (standalone) or in any hook of the same processor.
+
+    Marble::
+
+        --a--b--c--|   scan(count, 0)   --a--b--c--|   state: 1, 2, 3
+    """
+
+    kind = "scan"
+    stream_params = ("part", "state")
+
+    def __init__(self, fn: Callable[[Any, Any], Any], seed: Any = None, *, key: str = "acc",
+                 id: str | None = None, types: Iterable[str] | str | None = None,
+                 data: bool = False) -> None:
+        super().__init__(fn, id=id, types=types, data=data)
+        types_ = self.types
+        if self.is_async:
+            async def hook_async(part: Any, state: dict[str, Any]) -> Any:
+                if types_ is None or part.type in types_:
+                    state[key] = await fn(state.get(key, seed), part)
+                return part
+            self.process_output_stream = hook_async
+        else:
+            def hook(part: Any, state: dict[str, Any]) -> Any:
+                if types_ is None or part.type in types_:
+                    state[key] = fn(state.get(key, seed), part)
+                return part
+            self.process_output_stream = hook
+
+
+_SENTENCE_END = re.compile(r"[.!?。！？](?:[\"')\]]*)(?:\s|$)")
+
+
+class batch(Processor):
+    """Group consecutive text deltas into one, by count, by sentence, or by time.
+
+    A batch is emitted when it holds ``count`` deltas, when its text ends a sentence
+    (``sentence=True``), when a delta arrives ``interval`` seconds or more after the batch
+    started (that delta opens the next batch; the check runs as chunks arrive, so a stalled
+    source does not flush on its own), before any non-text chunk (which follows
+    it), when the text id changes, and at the end of the source. Nothing is lost or reordered.
+
+    Marble::
+
+        --h--e--l--l--o--|--   batch(count=2)   -----he----ll--o|
+    """
+
+    multi_emit = True
+    kind = "batch"
+
+    def __init__(self, count: int | None = None, *, sentence: bool = False,
+                 interval: float | None = None, id: str | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if count is None and not sentence and interval is None:
+            raise ValueError("ops.batch needs count=, sentence=True or interval= (seconds)")
+        if count is not None and count < 1:
+            raise ValueError(f"ops.batch count must be >= 1, got {count}")
+        if interval is not None and interval <= 0:
+            raise ValueError(f"ops.batch interval must be > 0 seconds, got {interval}")
+        super().__init__(id or _op_id("batch"))
+        self.count, self.sentence, self.interval, self.clock = count, sentence, interval, clock
+
+    def _merged(self, held: list[Any]) -> Any:
+        first = held[0]
+        if len(held) == 1:
+            return first
+        text = "".join(c.payload.text for c in held)
+        return TextDelta(payload=type(first.payload)(id=first.payload.id, text=text),
+                         run_id=first.run_id, from_=first.from_)
+
+    def process_output_stream(self, part: Any, state: dict[str, Any]) -> Any:
+        held: list[Any] = state.setdefault("held", [])
+        if part.__class__ is not TextDelta:
+            if not held:
+                return part
+            out = [self._merged(held), part]
+            held.clear()
+            return out
+        out_list: list[Any] = []
+        # A chunk that arrives after the window closed belongs to the next window.
+        if held and (held[0].payload.id != part.payload.id or (
+                self.interval is not None
+                and self.clock() - state["started"] >= self.interval)):
+            out_list.append(self._merged(held))
+            held.clear()
+        if not held:
+            state["started"] = self.clock()
+        held.append(part)
+        full = (self.count is not None and len(held) >= self.count) \
+            or (self.sentence and _SENTENCE_END.search(part.payload.text) is not None)
+        if full:
+            out_list.append(self._merged(held))
+            held.clear()
+        return out_list or None
+
+    def flush_output_stream(self, state: dict[str, Any]) -> Any:
+        held = state.get("held")
+        if not held:
+            return None
+        merged = self._merged(held)
+        held.clear()
+        return [merged]
+
+
+class take(Processor):
+    """Pass the first ``n`` chunks (of ``types``, if given), drop the rest.
+
+    Marble::
+
+        --a--b--c--|   take(2)   --a--b-----|
+    """
+
+    stream_params = ("part", "state")
+
+    def __init__(self, n: int, *, id: str | None = None,
+                 types: Iterable[str] | str | None = None) -> None:
+        super().__init__(id or _op_id("take"))
+        types_ = _types(types)
+
+        def hook(part: Any, state: dict[str, Any]) -> Any:
+            if types_ is not None and part.type not in types_:
+                return part
+            seen = state.get("seen", 0) + 1
+            state["seen"] = seen
+            return part if seen <= n else None
+        self.process_output_stream = hook
+
+
+class skip(Processor):
+    """Drop the first ``n`` chunks (of ``types``, if given), pass the rest.
+
+    Marble::
+
+        --a--b--c--|   skip(2)   --------c--|
+    """
+
+    stream_params = ("part", "state")
+
+    def __init__(self, n: int, *, id: str | None = None,
+                 types: Iterable[str] | str | None = None) -> None:
+        super().__init__(id or _op_id("skip"))
+        types_ = _types(types)
+
+        def hook(part: Any, state: dict[str, Any]) -> Any:
+            if types_ is not None and part.type not in types_:
+                return part
+            seen = state.get("seen", 0) + 1
+            state["seen"] = seen
+            return part if seen > n else None
+        self.process_output_stream = hook
+
+
+class take_while(_Operator):
+    """Pass chunks while ``pred(chunk)`` holds; from the first failure on, drop everything.
+
+    Marble::
+
+        --1--2--5--1--|   take_while(<3)   --1--2--------|
+    """
+
+    kind = "take_while"
+    stream_params = ("part", "state")
+
+    def __init__(self, pred: Callable[[Any], Any], *, id: str | None = None) -> None:
+        super().__init__(pred, id=id)
+        if self.is_async:
+            async def hook_async(part: Any, state: dict[str, Any]) -> Any:
+                if state.get("done") or not await pred(part):
+                    state["done"] = True
+                    return None
+                return part
+            self.process_output_stream = hook_async
+        else:
+            def hook(part: Any, state: dict[str, Any]) -> Any:
+                if state.get("done") or not pred(part):
+                    state["done"] = True
+                    return None
+                return part
+            self.process_output_stream = hook
+
+
+class distinct_until_changed(_Operator):
+    """Drop a chunk whose ``key(chunk)`` equals the previous chunk's (default: the chunk itself).
+
+    Marble::
+
+        --a--a--b--a--|   distinct_until_changed()   --a-----b--a--|
+    """
+
+    kind = "distinct_until_changed"
+    stream_params = ("part", "state")
+
+    def __init__(self, key: Callable[[Any], Any] | None = None, *, id: str | None = None) -> None:
+        super().__init__(key, id=id)
+        if self.is_async:
+            raise TypeError("ops.distinct_until_changed takes a sync key function")
+        keyfn = key or (lambda part: part)
+        missing = object()
+
+        def hook(part: Any, state: dict[str, Any]) -> Any:
+            k = keyfn(part)
+            if state.get("last", missing) == k:
+                return None
+            state["last"] = k
+            return part
+        self.process_output_stream = hook
+
+
+class start_with(Processor):
+    """Emit ``chunks`` before the first chunk of the stream.
+
+    Marble::
+
+        -----a--b--|   start_with(x)   --x--a--b--|
+    """
+
+    multi_emit = True
+    stream_params = ("part", "state")
+
+    def __init__(self, *chunks: Any, id: str | None = None) -> None:
+        super().__init__(id or _op_id("start_with"))
+        first = list(chunks)
+
+        def hook(part: Any, state: dict[str, Any]) -> Any:
+            if state.get("started"):
+                return part
+            state["started"] = True
+            return [*first, part]
+        self.process_output_stream = hook
+
+
+class flat_map(_Operator):
+    """Replace each chunk by the list ``fn(chunk)`` returns (empty list drops it).
+
+    Marble::
+
+        --a--b--|   flat_map(twice)   --aa--bb--|
+    """
+
+    kind = "flat_map"
+    multi_emit = True
+    stream_params = ("part",)
+
+    def __init__(self, fn: Callable[[Any], Any], *, id: str | None = None,
+                 types: Iterable[str] | str | None = None, data: bool = False) -> None:
+        super().__init__(fn, id=id, types=types, data=data)
+        if self.is_async:
+            async def hook_async(part: Any) -> Any:
+                return list(await fn(part))
+            hook: Callable[..., Any] = hook_async
+        else:
+            def hook(part: Any) -> Any:
+                return list(fn(part))
+        self.process_output_stream = _gate(self.types, hook, self.is_async)
+
+
+class map_text(_Operator):
+    """Transform the text of every ``text-delta`` with ``fn(text) -> text``; other chunks pass.
+
+    Marble::
+
+        --"hi"--tool--"yo"--|   map_text(str.upper)   --"HI"--tool--"YO"--|
+    """
+
+    kind = "map_text"
+    stream_params = ("part",)
+
+    def __init__(self, fn: Callable[[str], Any], *, id: str | None = None) -> None:
+        super().__init__(fn, id=id)
+        if self.is_async:
+            async def hook_async(part: Any) -> Any:
+                if part.__class__ is TextDelta:
+                    return TextDelta(payload=type(part.payload)(
+                        id=part.payload.id, text=await fn(part.payload.text)),
+                        run_id=part.run_id, from_=part.from_)
+                return part
+            self.process_output_stream = hook_async
+        else:
+            def hook(part: Any) -> Any:
+                if part.__class__ is TextDelta:
+                    return TextDelta(payload=type(part.payload)(
+                        id=part.payload.id, text=fn(part.payload.text)),
+                        run_id=part.run_id, from_=part.from_)
+                return part
+            self.process_output_stream = hook
+
+
+# --------------------------------------------------------------------------- standalone runs
+
+
+async def _aiter_source(source: Any) -> AsyncIterator[Any]:
+    if hasattr(source, "__aiter__"):
+        iterator = source.__aiter__()
+        try:
+            async for item in iterator:
+                yield item
+        finally:
+            # ``async for`` does not close what it iterates; an early stop must close the source.
+            closer = getattr(iterator, "aclose", None)
+            if closer is not None:
+                await closer()
+    elif hasattr(source, "subscribe") and hasattr(source, "pipe"):
+        async for item in from_observable(source):
+            yield item
+    elif isinstance(source, Iterable):
+        for item in source:
+            yield item
+    else:
+        raise StreamkitError(
+            f"ops.apply needs an async iterable, an iterable or a reactivex Observable of "
+            f"chunks; got {type(source).__name__}")
+
+
+class AppliedStream:
+    """The async iterator ``apply()`` returns. After (or during) iteration, ``state(id)`` gives a
+    processor's state dict, ``trace`` the per-processor records, ``tripwire`` the TripWire that
+    ended it (if any). ``aclose()`` closes the source as well."""
+
+    def __init__(self, source: Any, pipeline: Any, *, request_context: Any, run_id: str,
+                 timed: bool) -> None:
+        self.runtime = RequestRuntime(request_context, run_id=run_id, timed=timed)
+        self.specs = [register(p) for p in flatten_processors(pipeline)]
+        for i, p in enumerate(flatten_processors(pipeline)):
+            try:
+                p.processor_index = i
+            except AttributeError:
+                pass
+        self._pending: list[Any] = []
+        self.writer = Writer(self._pending.append)
+        self.chain = StreamChain(self.specs, self.runtime, writer=self.writer)
+        self.tripwire: TripWire | None = None
+        self._source = source
+        self._gen = self._run()
+
+    def state(self, processor_id: str) -> dict[str, Any]:
+        return self.runtime.state(processor_id)
+
+    @property
+    def trace(self) -> list[Any]:
+        return self.runtime.trace
+
+    def __aiter__(self) -> AppliedStream:
+        return self
+
+    def __anext__(self) -> Awaitable[Any]:
+        return self._gen.__anext__()
+
+    async def aclose(self) -> None:
+        await self._gen.aclose()
+
+    async def _run(self) -> AsyncIterator[Any]:
+        chain, pending = self.chain, self._pending
+        push, is_async = chain.push, chain.is_async
+        source = _aiter_source(self._source)
+        try:
+            try:
+                async for part in source:
+                    out = await push(part) if is_async else push(part)
+                    if pending:
+                        for w in pending:
+                            yield w
+                        pending.clear()
+                    if out is None:
+                        continue
+                    if out.__class__ is list:
+                        for o in out:
+                            yield o
+                    else:
+                        yield out
+                for o in await chain.flush():
+                    yield o
+                for w in pending:
+                    yield w
+                pending.clear()
+            except TripWire as tw:
+                self.tripwire = tw
+                spec = next((s for s in self.specs if s.id == tw.processor_id), None)
+                await self.runtime.violation(spec, tw, "process_output_stream")
+                yield TripwireChunk(reason=tw.reason or "", retry=tw.retry, metadata=tw.metadata,
+                                    processor_id=tw.processor_id, run_id=self.runtime.run_id,
+                                    from_="AGENT")
+        finally:
+            chain.record(None, {self.tripwire.processor_id: ("tripwire", self.tripwire.reason)}
+                         if self.tripwire and self.tripwire.processor_id else None)
+            await source.aclose()
+
+
+def apply(source: Any, pipeline: Any, *, request_context: Any = None, run_id: str = "",
+          timed: bool = False) -> AppliedStream:
+    """Run ``pipeline`` (a processor, a ``Pipeline`` or a list) over any chunk source, no agent.
+
+    Args:
+        source: an async iterable, an iterable (a list), or a reactivex ``Observable`` of chunks.
+        pipeline: processors/operators; only their ``process_output_stream`` (and
+            ``flush_output_stream``) run, fused into one pass per chunk.
+        request_context: given to hooks that ask for ``request_context``.
+        run_id: put on the tripwire chunk if a processor aborts.
+        timed: record per-processor timing in ``trace`` (off by default: it costs ~100 ns/chunk).
+
+    Returns:
+        An ``AppliedStream`` (async iterator of chunks). A tripwire ends it with a ``tripwire``
+        chunk; a processor that raises makes iteration raise ``ProcessorError``. Closing it early
+        (``break``, ``aclose()``, cancellation) closes the source too.
+
+    Example:
+        >>> async for chunk in ops.apply(chunks, ops.drop(is_reasoning) | Redactor()):
+        ...     print(chunk.type)
+    """
+    return AppliedStream(source, pipeline, request_context=request_context, run_id=run_id,
+                         timed=timed)
+
+
+# --------------------------------------------------------------------------- reactivex bridges
+
+
+def to_observable(source: Any, *, loop: asyncio.AbstractEventLoop | None = None) -> Any:
+    """An ``Observable`` of the chunks of an async iterable, consumed on the asyncio loop.
+
+    Subscribing starts a task on ``loop`` (default: the running loop) that reads the source and
+    calls ``on_next`` for each chunk, then ``on_completed`` (or ``on_error``); disposing the
+    subscription cancels the task and closes the source. Nothing blocks the event loop.
+    """
+    import reactivex
+
+    def subscribe(observer: Any, scheduler: Any = None) -> Any:
+        from reactivex.disposable import Disposable
+
+        the_loop = loop or asyncio.get_running_loop()
+
+        async def pump() -> None:
+            iterator = source.__aiter__()
+            try:
+                async for item in iterator:
+                    observer.on_next(item)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - delivered to the observer
+                observer.on_error(exc)
+                return
+            finally:
+                closer = getattr(iterator, "aclose", None)
+                if closer is not None:
+                    await closer()
+            observer.on_completed()
+
+        task = the_loop.create_task(pump())
+        return Disposable(lambda: the_loop.call_soon_threadsafe(task.cancel))
+
+    return reactivex.create(subscribe)
+
+
+_DONE = object()
+
+
+async def from_observable(observable: Any) -> AsyncIterator[Any]:
+    """Iterate the items of a reactivex ``Observable`` asynchronously.
+
+    Items may be emitted from any thread; they are handed to the loop with
+    ``call_soon_threadsafe`` and buffered (Rx has no back-pressure). ``on_error`` is raised here;
+    leaving the loop early disposes the subscription.
+    """
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+
+    def put(item: Any) -> None:
+        loop.call_soon_threadsafe(queue.put_nowait, item)
+
+    class _Error:
+        def __init__(self, exc: BaseException) -> None:
+            self.exc = exc
+
+    subscription = observable.subscribe(on_next=put, on_error=lambda e: put(_Error(e)),
+                                        on_completed=lambda: put(_DONE))
+    try:
+        while True:
+            item = await queue.get()
+            if item is _DONE:
+                return
+            if isinstance(item, _Error):
+                raise item.exc
+            yield item
+    finally:
+        subscription.dispose()
+
+
+async def merge(*sources: Any) -> AsyncIterator[Any]:
+    """Interleave several chunk sources as their items arrive (aiostream ``merge``); each source
+    may be an async iterable, an iterable or an Observable."""
+    from aiostream import stream
+
+    async with stream.merge(*[_aiter_source(s) for s in sources]).stream() as streamer:
+        async for item in streamer:
+            yield item
+
+
+def compose(*processors: Any) -> Pipeline:
+    """``compose(a, b, c)`` is ``a | b | c``."""
+    return Pipeline(*processors)
+
