@@ -125,6 +125,9 @@ class RequestRuntime:
                         hook: str | None = None) -> None:
         """Call ``spec.on_violation`` for ``tripwire``; its own exceptions are logged, never
         raised (a broken callback must not change the run's outcome)."""
+        if getattr(tripwire, "_violation_sent", False):
+            return  # each TripWire is reported once, however many layers see it
+        tripwire._violation_sent = True  # type: ignore[attr-defined]
         if spec is None or spec.on_violation is None:
             return
         violation = Violation(processor_id=tripwire.processor_id or spec.id,

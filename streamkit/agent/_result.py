@@ -1,0 +1,220 @@
+"""What a run returns: ``AgentResult`` (``generate()``), ``AgentStream`` (``stream()``), steps, usage.
+
+``AgentStream`` is the live handle: iterate it for the full chunk stream, ``await stream.text``
+for the text the consumer received, ``await stream.result()`` for the same ``AgentResult`` that
+``generate()`` returns, ``stream.text_stream`` for text deltas only, ``stream.to_observable()`` for
+reactivex. The stream is consumed once; ``result()``/``text`` drain what is left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+__all__ = ["Usage", "StepResult", "TripwireInfo", "AgentResult", "AgentStream"]
+
+
+@dataclass(slots=True)
+class Usage:
+    """Token usage: ``input_tokens``, ``output_tokens``, ``total_tokens``."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.input_tokens + other.input_tokens,
+                     self.output_tokens + other.output_tokens,
+                     self.total_tokens + other.total_tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class TripwireInfo:
+    """Why a run (or a step) was stopped: ``reason``, ``retry``, ``metadata``, ``processor_id``,
+    and the ``hook`` it came from."""
+
+    reason: str
+    retry: bool = False
+    metadata: Any = None
+    processor_id: str | None = None
+    hook: str | None = None
+
+
+@dataclass(slots=True)
+class StepResult:
+    """One model step.
+
+    Attributes:
+        step_number: 0-based; a retried step keeps its number.
+        text: the step's text as the consumer saw it ('' for a rolled-back attempt).
+        reasoning: the step's reasoning text.
+        tool_calls: ``[{"tool_call_id", "tool_name", "args"}]``.
+        tool_results: ``[{"tool_call_id", "tool_name", "args", "result", "is_error"}]``.
+        finish_reason: ``stop``, ``tool-calls``, ``length``, ``retry``, ``error``, ``other``...
+        usage: this step's usage.
+        tripwire: set on a step that a processor rejected (retried or aborted).
+        retry_count: consecutive retries before this attempt.
+        from_cache: the step was replayed by ``process_llm_request``.
+    """
+
+    step_number: int
+    text: str = ""
+    reasoning: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_results: list[dict[str, Any]] = field(default_factory=list)
+    finish_reason: str = "unknown"
+    usage: Usage = field(default_factory=Usage)
+    tripwire: TripwireInfo | None = None
+    retry_count: int = 0
+    from_cache: bool = False
+
+
+@dataclass(slots=True)
+class AgentResult:
+    """The outcome of one ``generate()``/``stream()`` call.
+
+    Attributes:
+        text: the accepted answer ('' when a tripwire stopped the run: nothing was accepted).
+        usage: summed over every model call, retried ones included.
+        finish_reason: the last step's reason; ``"other"`` after a tripwire.
+        steps: every step, rejected attempts included.
+        tripwire: why the run stopped, or ``None``.
+        messages: the response messages (what memory stores).
+        object: the structured output, when ``structured_output`` was asked for.
+        run_id: this run's id (on every chunk as ``runId``).
+        trace: one ``TraceRecord`` per hook call (stream hooks: one per processor per step).
+        error: the error that ended the run, when one did (``generate()`` raises it instead).
+    """
+
+    text: str
+    usage: Usage
+    finish_reason: str
+    steps: list[StepResult]
+    tripwire: TripwireInfo | None
+    messages: list[Any]
+    object: Any
+    run_id: str
+    trace: list[Any]
+    error: BaseException | None = None
+
+    @property
+    def tool_calls(self) -> list[dict[str, Any]]:
+        return [c for s in self.steps if s.finish_reason != "retry" for c in s.tool_calls]
+
+    @property
+    def tool_results(self) -> list[dict[str, Any]]:
+        return [r for s in self.steps if s.finish_reason != "retry" for r in s.tool_results]
+
+    def trace_table(self) -> list[dict[str, Any]]:
+        """The trace as plain rows (processor, hook, step, calls, dropped, ms, outcome)."""
+        return [r.as_row() for r in self.trace]
+
+    def _repr_html_(self) -> str:
+        from ..display import result_html
+
+        return result_html(self)
+
+
+class AgentStream:
+    """The live handle ``agent.stream()`` returns (see the module docstring).
+
+    The run starts when first iterated (or when ``text``/``result()`` is awaited). Leaving the
+    ``async for`` early, or cancelling, closes the run and the model's stream.
+    """
+
+    def __init__(self, run: Callable[[], AsyncIterator[Any]],
+                 finish: Callable[[], AgentResult]) -> None:
+        self._make = run
+        self._gen: AsyncIterator[Any] | None = None
+        self._finish = finish
+        self._text: list[str] = []
+        self._result: AgentResult | None = None
+        self._error: BaseException | None = None
+        self._done = False
+
+    def _ensure(self) -> AsyncIterator[Any]:
+        if self._gen is None:
+            self._gen = self._make()
+        return self._gen
+
+    def __aiter__(self) -> AgentStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        if self._done:
+            raise StopAsyncIteration
+        gen = self._ensure()
+        try:
+            chunk = await gen.__anext__()
+        except StopAsyncIteration:
+            self._close_ok()
+            raise
+        except BaseException as exc:
+            self._done = True
+            self._error = exc
+            raise
+        if chunk.type == "text-delta":
+            self._text.append(chunk.payload.text)
+        return chunk
+
+    def _close_ok(self) -> None:
+        self._done = True
+        if self._result is None:
+            self._result = self._finish()
+
+    async def aclose(self) -> None:
+        """Stop the run early and close the model's stream."""
+        self._done = True
+        if self._gen is not None:
+            await self._gen.aclose()  # type: ignore[attr-defined]
+
+    async def _drain(self) -> None:
+        while not self._done:
+            try:
+                await self.__anext__()
+            except StopAsyncIteration:
+                break
+
+    async def result(self) -> AgentResult:
+        """Drain the stream and return the ``AgentResult``. Raises the ``APICallError`` (or
+        ``ProcessorError``) that ended the run, if one did."""
+        await self._drain()
+        if self._result is None:
+            self._result = self._finish()
+        if self._result.error is not None:
+            raise self._result.error
+        return self._result
+
+    @property
+    def text(self) -> Awaitable[str]:
+        """Awaitable: the text deltas the consumer received, joined (after a tripwire, the text
+        streamed before it)."""
+        async def joined() -> str:
+            await self._drain()
+            return "".join(self._text)
+        return joined()
+
+    @property
+    def text_stream(self) -> AsyncIterator[str]:
+        """Async iterator of the text of each ``text-delta`` chunk."""
+        async def texts() -> AsyncIterator[str]:
+            async for chunk in self:
+                if chunk.type == "text-delta":
+                    yield chunk.payload.text
+        return texts()
+
+    def to_observable(self) -> Any:
+        """A reactivex ``Observable`` of this stream's chunks (consumed on the asyncio loop)."""
+        from ..ops import to_observable
+
+        return to_observable(self)
+
+    def _repr_html_(self) -> str:
+        from ..display import stream_html
+
+        return stream_html(self)
+
+
+async def _never() -> None:  # pragma: no cover - helper for type checkers
+    await asyncio.sleep(0)

@@ -1,0 +1,188 @@
+"""Tools: ``@tool`` on a typed function, or ``Tool(id, description, input_schema, execute)``.
+
+The JSON schema a model sees is built from the type hints with msgspec, and arguments are
+validated with msgspec before ``execute`` runs (``ToolError`` says which argument is wrong and
+what was expected). A tool may be ``def`` or ``async def``; it may ask for ``writer`` (to emit
+``data-*`` chunks), ``request_context``, ``tool_call_id`` or ``abort_signal`` by naming them; those
+are injected and never appear in the schema.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, get_type_hints
+
+import msgspec
+
+from .errors import ToolError
+from .models._base import ToolSpec
+from .processors import is_async_callable
+
+__all__ = ["Tool", "tool", "INJECTED"]
+
+#: Parameters the runtime injects instead of taking them from the model's arguments.
+INJECTED = frozenset(("writer", "request_context", "tool_call_id", "abort_signal"))
+
+_MISSING = object()
+
+
+class Tool:
+    """A tool the model can call.
+
+    Args:
+        id: the name the model calls it by.
+        description: what it does, for the model.
+        input_schema: JSON schema of its arguments (an object schema).
+        execute: ``fn(args: dict, **injected)`` or, for ``@tool`` tools, the typed function.
+        validate: ``fn(args: dict) -> dict`` returning validated arguments or raising ``ToolError``.
+    """
+
+    def __init__(self, id: str, description: str, input_schema: dict[str, Any],
+                 execute: Callable[..., Any], *, validate: Callable[[dict[str, Any]], Any] | None
+                 = None, injected: tuple[str, ...] = (), spread_args: bool = False) -> None:
+        if not isinstance(id, str) or not id:
+            raise ToolError("a tool needs a non-empty string id (the name the model calls)",
+                            tool_name=None)
+        if not callable(execute):
+            raise ToolError(f"tool {id!r}: execute must be callable", tool_name=id)
+        if not isinstance(input_schema, dict):
+            raise ToolError(f"tool {id!r}: input_schema must be a JSON schema dict, got "
+                            f"{type(input_schema).__name__}", tool_name=id)
+        self.id = id
+        self.description = description
+        self.input_schema = input_schema
+        self.execute = execute
+        self.is_async = is_async_callable(execute)
+        self._validate = validate
+        self.injected = injected
+        self.spread_args = spread_args
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec(self.id, self.description, self.input_schema)
+
+    def validate(self, args: Any) -> dict[str, Any]:
+        """Check ``args`` against the tool's signature; returns the validated arguments."""
+        if not isinstance(args, dict):
+            raise ToolError(f"tool {self.id!r} expects a JSON object of arguments, got "
+                            f"{type(args).__name__}: {args!r:.80}", tool_name=self.id)
+        if self._validate is None:
+            return args
+        return self._validate(args)  # type: ignore[no-any-return]
+
+    async def run(self, args: Any, **injected: Any) -> Any:
+        """Validate ``args`` and call the tool, injecting what it asks for."""
+        valid = self.validate(args)
+        extra = {k: v for k, v in injected.items() if k in self.injected}
+        if self.spread_args:
+            out = self.execute(**valid, **extra)
+        else:
+            out = self.execute(valid, **extra)
+        if self.is_async:
+            out = await out
+        return out
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the underlying function directly (handy in tests)."""
+        return self.execute(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Tool({self.id!r})"
+
+
+def _validator(name: str, params: list[tuple[str, Any, Any]]) -> Callable[[dict[str, Any]], Any]:
+    known = {p[0] for p in params}
+
+    def validate(args: dict[str, Any]) -> dict[str, Any]:
+        unknown = set(args) - known
+        if unknown:
+            raise ToolError(f"tool {name!r} got unexpected argument(s) {sorted(unknown)}; "
+                            f"expected {sorted(known)}", tool_name=name)
+        out: dict[str, Any] = {}
+        for pname, hint, default in params:
+            if pname not in args:
+                if default is _MISSING:
+                    raise ToolError(f"tool {name!r} is missing required argument {pname!r}",
+                                    tool_name=name)
+                continue
+            try:
+                out[pname] = msgspec.convert(args[pname], type=hint, strict=False)
+            except msgspec.ValidationError as exc:
+                raise ToolError(f"tool {name!r}, argument {pname!r}: {exc} "
+                                f"(got {args[pname]!r:.60})", tool_name=name) from exc
+        return out
+
+    return validate
+
+
+def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
+         description: str | None = None) -> Any:
+    """Make a ``Tool`` from a typed function.
+
+    The schema comes from the type hints (msgspec's JSON schema for each parameter; parameters
+    with defaults are optional); the description from ``description`` or the docstring's first
+    paragraph. ``writer``, ``request_context``, ``tool_call_id`` and ``abort_signal`` are injected.
+
+    Example:
+        >>> @tool
+        ... def lookup_customer(customer_id: str) -> dict:
+        ...     '''Look up a customer by id.'''
+        ...     return {"id": customer_id, "email": "ada@example.com"}
+        >>> lookup_customer.input_schema["required"]
+        ['customer_id']
+    """
+
+    def build(f: Callable[..., Any]) -> Tool:
+        tool_name = name or f.__name__
+        try:
+            hints = get_type_hints(f)
+        except Exception as exc:  # noqa: BLE001 - surfaced as a definition error
+            raise ToolError(f"tool {tool_name!r}: cannot read its type hints: {exc}",
+                            tool_name=tool_name) from exc
+        sig = inspect.signature(f)
+        params: list[tuple[str, Any, Any]] = []
+        injected: list[str] = []
+        for p in sig.parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
+                raise ToolError(f"tool {tool_name!r}: parameter {p.name!r} must be a plain "
+                                f"named parameter (no *args, **kwargs or '/')", tool_name=tool_name)
+            if p.name in INJECTED:
+                injected.append(p.name)
+                continue
+            if p.name not in hints:
+                raise ToolError(f"tool {tool_name!r}: parameter {p.name!r} has no type hint; "
+                                f"the model's JSON schema is built from the hints",
+                                tool_name=tool_name)
+            default = _MISSING if p.default is p.empty else p.default
+            params.append((p.name, hints[p.name], default))
+        try:
+            schemas, components = msgspec.json.schema_components(
+                [h for _, h, _ in params], ref_template="#/$defs/{name}")
+        except (TypeError, ValueError) as exc:
+            raise ToolError(f"tool {tool_name!r}: a parameter type has no JSON schema: {exc}",
+                            tool_name=tool_name) from exc
+        properties = {}
+        for (pname, _, default), schema in zip(params, schemas):
+            prop = dict(schema)
+            if default is not _MISSING and default is not None:
+                try:
+                    prop["default"] = msgspec.to_builtins(default)
+                except TypeError:
+                    pass
+            properties[pname] = prop
+        schema_obj: dict[str, Any] = {
+            "type": "object", "properties": properties,
+            "required": [p for p, _, d in params if d is _MISSING],
+            "additionalProperties": False,
+        }
+        if components:
+            schema_obj["$defs"] = components
+        doc = inspect.getdoc(f) or ""
+        desc = description if description is not None else doc.split("\n\n")[0].strip()
+        return Tool(tool_name, desc or tool_name, schema_obj, f,
+                    validate=_validator(tool_name, params), injected=tuple(injected),
+                    spread_args=True)
+
+    if fn is not None:
+        return build(fn)
+    return build
