@@ -12,10 +12,11 @@ from typing import Any
 
 from ..errors import StreamkitError
 from ._base import Model, ModelRequest, ToolSpec
+from ._complete import complete
 from ._scripted import FunctionModel, ScriptedModel, api_error, reasoning, text, tool_call
 
 __all__ = ["Model", "ModelRequest", "ToolSpec", "ScriptedModel", "FunctionModel", "text",
-           "tool_call", "reasoning", "api_error", "resolve_model"]
+           "tool_call", "reasoning", "api_error", "resolve_model", "complete"]
 
 
 def resolve_model(model: Any, **options: Any) -> Any:
