@@ -349,7 +349,8 @@ class Agent:
         return AgentResult(
             text=st.text, usage=st.usage, finish_reason=st.finish_reason, steps=st.steps,
             tripwire=st.tripwire, messages=st.message_list.get.response.db(), object=st.object,
-            run_id=st.run_id, trace=st.runtime.trace, error=st.error)
+            run_id=st.run_id, trace=st.runtime.trace, error=st.error,
+            states=st.runtime.states)
 
     def stream(self, messages: Any = None, **options: Any) -> AgentStream:
         """Run the agent and stream every chunk (``start``, ``step-start``, …, ``finish``).

@@ -8,7 +8,6 @@ reactivex. The stream is consumed once; ``result()``/``text`` drain what is left
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Awaitable, Callable
 
@@ -85,6 +84,8 @@ class AgentResult:
         run_id: this run's id (on every chunk as ``runId``).
         trace: one ``TraceRecord`` per hook call (stream hooks: one per processor per step).
         error: the error that ended the run, when one did (``generate()`` raises it instead).
+        states: each processor's ``state`` dict at the end of the run, by processor id (what a
+            word counter counted, what a guard saw) — readable after ``stream()`` as well.
     """
 
     text: str
@@ -97,6 +98,7 @@ class AgentResult:
     run_id: str
     trace: list[Any]
     error: BaseException | None = None
+    states: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def tool_calls(self) -> list[dict[str, Any]]:
@@ -215,6 +217,3 @@ class AgentStream:
 
         return stream_html(self)
 
-
-async def _never() -> None:  # pragma: no cover - helper for type checkers
-    await asyncio.sleep(0)
