@@ -380,7 +380,11 @@ class Agent:
                 raise StreamkitError("the stream was closed before it started")
             return self._result(st)
 
-        return AgentStream(run, finish)
+        def delivered() -> str:
+            st = holder.get("st")
+            return "" if st is None else st.delivered_text()
+
+        return AgentStream(run, finish, delivered)
 
     async def generate(self, messages: Any = None, **options: Any) -> AgentResult:
         """Run the agent to completion and return its ``AgentResult`` (same options as

@@ -363,6 +363,7 @@ async def process_output_stream(cfg: RunConfig, st: RunState) -> AsyncIterator[A
     source = _replay(step.replay or []) if from_cache else step.source
     step.source = source
     chain, acc, direct = st.chain, step.chunks, st.direct
+    st.delivered.append(acc)
     push, is_async = chain.push, chain.is_async
     step.message_id = st.run_id
     await emit(st, StepStart(message_id=st.run_id, request={}, warnings=[],
@@ -467,6 +468,8 @@ def _rollback(cfg: RunConfig, st: RunState, *, reason: str, processor_id: str | 
 
 def _announce_retry(st: RunState, *, reason: str, processor_id: str | None) -> None:
     """Tell the client to withdraw what it showed of this step (transient, never stored)."""
+    step = _step(st)
+    st.delivered = [chunks for chunks in st.delivered if chunks is not step.chunks]
     emit_direct(st, DataChunk(type="data-step-retry", transient=True, data={
         "stepNumber": st.step_number, "reason": reason, "processorId": processor_id,
         "retryCount": st.retry_count + 1}))

@@ -121,87 +121,62 @@ class AgentResult:
 class AgentStream:
     """The live handle ``agent.stream()`` returns (see the module docstring).
 
-    The run starts when first iterated (or when ``text``/``result()`` is awaited). Leaving the
-    ``async for`` early, or cancelling, closes the run and the model's stream.
+    The run starts when first iterated (or when ``text``/``result()`` is awaited). ``async for``
+    iterates the run's own generator — no wrapper per chunk. Leaving the loop early and calling
+    ``aclose()``, or cancelling, closes the run and the model's stream; ``result()`` after an
+    early ``break`` (without ``aclose``) drains the rest of the run.
     """
 
     def __init__(self, run: Callable[[], AsyncIterator[Any]],
-                 finish: Callable[[], AgentResult]) -> None:
+                 finish: Callable[[], AgentResult], delivered_text: Callable[[], str]) -> None:
         self._make = run
-        self._gen: AsyncIterator[Any] | None = None
+        self._gen: Any = None
         self._finish = finish
-        self._text: list[str] = []
-        self._result: AgentResult | None = None
-        self._error: BaseException | None = None
-        self._done = False
+        self._delivered_text = delivered_text
 
-    def _ensure(self) -> AsyncIterator[Any]:
+    def _ensure(self) -> Any:
         if self._gen is None:
             self._gen = self._make()
         return self._gen
 
-    def __aiter__(self) -> AgentStream:
-        return self
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self._ensure()  # type: ignore[no-any-return]
 
     async def __anext__(self) -> Any:
-        if self._done:
-            raise StopAsyncIteration
-        gen = self._ensure()
-        try:
-            chunk = await gen.__anext__()
-        except StopAsyncIteration:
-            self._close_ok()
-            raise
-        except BaseException as exc:
-            self._done = True
-            self._error = exc
-            raise
-        if chunk.type == "text-delta":
-            self._text.append(chunk.payload.text)
-        return chunk
-
-    def _close_ok(self) -> None:
-        self._done = True
-        if self._result is None:
-            self._result = self._finish()
+        return await self._ensure().__anext__()
 
     async def aclose(self) -> None:
         """Stop the run early and close the model's stream."""
-        self._done = True
         if self._gen is not None:
-            await self._gen.aclose()  # type: ignore[attr-defined]
+            await self._gen.aclose()
 
     async def _drain(self) -> None:
-        while not self._done:
-            try:
-                await self.__anext__()
-            except StopAsyncIteration:
-                break
+        async for _ in self._ensure():
+            pass
 
     async def result(self) -> AgentResult:
         """Drain the stream and return the ``AgentResult``. Raises the ``APICallError`` (or
-        ``ProcessorError``) that ended the run, if one did."""
+        ``ProcessorError``, ``MemoryStoreError``) that ended the run, if one did."""
         await self._drain()
-        if self._result is None:
-            self._result = self._finish()
-        if self._result.error is not None:
-            raise self._result.error
-        return self._result
+        result = self._finish()
+        if result.error is not None:
+            raise result.error
+        return result
 
     @property
     def text(self) -> Awaitable[str]:
-        """Awaitable: the text deltas the consumer received, joined (after a tripwire, the text
-        streamed before it)."""
+        """Awaitable: the text deltas the consumer received, joined — after a tripwire, the
+        text streamed before it; a retried step's withdrawn text is not included."""
         async def joined() -> str:
             await self._drain()
-            return "".join(self._text)
+            return self._delivered_text()
         return joined()
 
     @property
     def text_stream(self) -> AsyncIterator[str]:
         """Async iterator of the text of each ``text-delta`` chunk."""
         async def texts() -> AsyncIterator[str]:
-            async for chunk in self:
+            async for chunk in self._ensure():
                 if chunk.type == "text-delta":
                     yield chunk.payload.text
         return texts()
@@ -216,4 +191,3 @@ class AgentStream:
         from ..display import stream_html
 
         return stream_html(self)
-

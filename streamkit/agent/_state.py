@@ -115,3 +115,11 @@ class RunState:
     finished: bool = False
     data_event: Any = None
     next_node: str = ""
+    delivered: list[list[Any]] = field(default_factory=list)
+
+    def delivered_text(self) -> str:
+        """Text deltas the consumer received, minus withdrawn (retried) attempts."""
+        from ..chunks import TextDelta
+
+        return "".join(c.payload.text for chunks in self.delivered for c in chunks
+                       if c.__class__ is TextDelta)
