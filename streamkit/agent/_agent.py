@@ -368,11 +368,12 @@ class Agent:
         cfg = self._config(options)
         holder: dict[str, RunState] = {}
 
-        async def run() -> AsyncIterator[Any]:
+        async def prepare() -> RunState:
             st = holder["st"] = await self._prepare(cfg, messages, options)
-            graph = build_graph(cfg, title=f"agent {self.id}")
-            async for chunk in drive(cfg, st, graph):
-                yield chunk
+            return st
+
+        def run() -> AsyncIterator[Any]:
+            return drive(cfg, prepare, build_graph(cfg, title=f"agent {self.id}"))
 
         def finish() -> AgentResult:
             st = holder.get("st")

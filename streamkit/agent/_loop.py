@@ -13,7 +13,7 @@ otherwise to ``abort``. A ``StreamkitError`` goes to ``fail``.
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 from ..errors import StreamkitError
 from ..graph import END, START, Edge, Graph, Node
@@ -163,8 +163,11 @@ async def _tripwire(cfg: RunConfig, st: RunState, tw: TripWire, node: str) -> st
     return "abort"
 
 
-async def drive(cfg: RunConfig, st: RunState, graph: Graph) -> AsyncIterator[Any]:
-    """Walk ``graph`` from ``start`` to ``end``, yielding every chunk for the consumer."""
+async def drive(cfg: RunConfig, prepare: Callable[[], Awaitable[RunState]], graph: Graph
+                ) -> AsyncIterator[Any]:
+    """Prepare the run state, then walk ``graph`` from ``start`` to ``end``, yielding every
+    chunk for the consumer (this generator is what ``async for`` on an ``AgentStream`` runs)."""
+    st = await prepare()
     node = START
     out = st.out
     try:

@@ -28,7 +28,8 @@ class TraceRecord:
         processor_id: the processor.
         hook: the hook name.
         step: the step number (``None`` for ``process_input``/``process_output_result``).
-        duration: seconds spent inside the hook (summed over chunks for stream hooks).
+        duration: seconds spent inside the hook. For stream hooks, summed over the step's
+            chunks: measured on the first chunk and one in 64 after it, scaled to all calls.
         outcome: ``"ok"``, ``"changed"``, ``"tripwire"``, ``"retry"``, ``"error"``, or for
             stream hooks ``"ok"``/``"dropped"`` (some chunks dropped)/``"tripwire"``.
         calls: how many times the hook ran (chunks seen for stream hooks, else 1).
@@ -55,12 +56,15 @@ class TraceRecord:
 
 @dataclass(slots=True)
 class StreamStats:
-    """Counters a fused stream chain updates in place (only when timing is on)."""
+    """Counters one processor's slot in a fused stream chain updates in place: timed samples
+    (``sampled`` calls taking ``ns`` in all, the first taking ``first_ns``), and the exact
+    number of chunks it ``dropped`` and ``fanout`` extra chunks it emitted."""
 
-    calls: int = 0
-    dropped: int = 0
+    sampled: int = 0
     ns: int = 0
     first_ns: int = 0
+    dropped: int = 0
+    fanout: int = 0
 
 
 class Writer:
@@ -112,14 +116,14 @@ class RequestRuntime:
                outcome: str, detail: str | None = None) -> None:
         self.trace.append(TraceRecord(processor_id, hook, step, duration, outcome, detail=detail))
 
-    def record_stream(self, processor_id: str, step: int | None, stats: StreamStats,
-                      outcome: str = "ok", detail: str | None = None) -> None:
-        if stats.dropped and outcome == "ok":
+    def record_stream(self, processor_id: str, step: int | None, calls: int, dropped: int,
+                      ns: float, first_ns: int, outcome: str = "ok",
+                      detail: str | None = None) -> None:
+        if dropped and outcome == "ok":
             outcome = "dropped"
         self.trace.append(TraceRecord(
-            processor_id, "process_output_stream", step, stats.ns / 1e9, outcome,
-            calls=stats.calls, dropped=stats.dropped,
-            first_call=stats.first_ns / 1e9 if stats.calls else None, detail=detail))
+            processor_id, "process_output_stream", step, ns / 1e9, outcome, calls=calls,
+            dropped=dropped, first_call=first_ns / 1e9 if calls else None, detail=detail))
 
     async def violation(self, spec: ProcessorSpec | None, tripwire: TripWire,
                         hook: str | None = None) -> None:
