@@ -502,3 +502,81 @@ class TestErrors:
             [api_error(500, "down")])))
         assert types(chunks)[-1] == "error" and isinstance(err, APICallError)
         assert chunks[-1].payload.error["statusCode"] == 500
+
+
+class TestHookWriters:
+    async def test_routed_writers_of_step_hooks(self, mode: str) -> None:
+        def step(writer: Any, step_number: int) -> None:
+            writer.custom({"type": "data-step", "data": step_number})
+
+        def result(writer: Any) -> None:
+            writer.custom({"type": "data-summary", "data": "done"})
+
+        seen: list[str] = []
+        agent = Agent(id="w", model=ScriptedModel([text("hi")]),
+                      input_processors=[P("i", process_input_step=as_mode(step, mode))],
+                      output_processors=[
+                          P("o", process_output_result=as_mode(result, mode)),
+                          P("d", process_output_stream=lambda part: seen.append(part.type) or part,
+                            process_data_parts=True)])
+        chunks, res = await run_stream(agent)
+        t = types(chunks)
+        assert t.index("data-step") < t.index("text-delta")
+        assert t.index("data-summary") < t.index("finish")
+        assert "data-step" in seen  # routed through data-part processors
+        assert "data-summary" not in seen  # process_output_result's writer bypasses them
+        parts = [p.type for p in res.messages[0].content.parts]
+        assert "data-step" in parts and "data-summary" in parts
+
+
+class TestFailures:
+    async def test_processor_error_raises_from_generate_and_ends_stream(self, mode: str
+                                                                        ) -> None:
+        def broken(messages: Any) -> None:
+            raise ValueError("bug in my processor")
+
+        agent = Agent(id="f", model=ScriptedModel([text("x")] * 2),
+                      input_processors=[P("broken", process_input=as_mode(broken, mode))])
+        from streamkit import ProcessorError
+
+        with pytest.raises(ProcessorError, match="'broken' raised in process_input"):
+            await agent.generate("q")
+        chunks, err = await run_stream(agent)
+        assert types(chunks) == ["error"] and isinstance(err, ProcessorError)
+
+    async def test_no_generator_left_open_after_abort(self, asyncgens: Any) -> None:
+        def stop(part: Any, abort: Any) -> Any:
+            if part.type == "text-delta":
+                abort("no")
+            return part
+
+        agent = Agent(id="a", model=ScriptedModel([text("a b c")]),
+                      output_processors=[P("g", process_output_stream=stop)])
+        chunks, _ = await run_stream(agent)
+        assert types(chunks)[-1] == "tripwire" and asyncgens.open() == []
+
+    async def test_no_generator_left_open_after_cancellation(self, asyncgens: Any) -> None:
+        gate = asyncio.Event()
+
+        @tool
+        async def wait_forever() -> str:
+            """Never returns."""
+            gate.set()
+            await asyncio.sleep(3600)
+            return "x"
+
+        agent = Agent(id="a", model=ScriptedModel([tool_call("wait_forever", {})]),
+                      tools=[wait_forever])
+        stream = agent.stream("x")
+
+        async def consume() -> None:
+            async for _ in stream:
+                pass
+
+        task = asyncio.ensure_future(consume())
+        await asyncio.wait_for(gate.wait(), 5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await stream.aclose()
+        assert asyncgens.open() == []
