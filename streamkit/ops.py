@@ -23,6 +23,8 @@ import re
 import time
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
 
+from msgspec import UNSET
+
 from .chunks import TextDelta, TripwireChunk
 from .errors import StreamkitError
 from .processors import (Pipeline, Processor, RequestRuntime, StreamChain, TripWire, Writer,
@@ -543,7 +545,7 @@ class AppliedStream:
         self.chain = StreamChain(self.specs, self.runtime, writer=self.writer)
         self.tripwire: TripWire | None = None
         self._source = source
-        self._gen = self._run()
+        self._gen: Any = self._run()
 
     def state(self, processor_id: str) -> dict[str, Any]:
         return self.runtime.state(processor_id)
@@ -564,7 +566,7 @@ class AppliedStream:
     async def _run(self) -> AsyncIterator[Any]:
         chain, pending = self.chain, self._pending
         push, is_async = chain.push, chain.is_async
-        source = _aiter_source(self._source)
+        source: Any = _aiter_source(self._source)
         try:
             try:
                 async for part in source:
@@ -589,9 +591,10 @@ class AppliedStream:
                 self.tripwire = tw
                 spec = next((s for s in self.specs if s.id == tw.processor_id), None)
                 await self.runtime.violation(spec, tw, "process_output_stream")
-                yield TripwireChunk(reason=tw.reason or "", retry=tw.retry, metadata=tw.metadata,
-                                    processor_id=tw.processor_id, run_id=self.runtime.run_id,
-                                    from_="AGENT")
+                yield TripwireChunk(reason=tw.reason or "", retry=tw.retry,
+                                    metadata=UNSET if tw.metadata is None else tw.metadata,
+                                    processor_id=tw.processor_id or UNSET,
+                                    run_id=self.runtime.run_id, from_="AGENT")
         finally:
             chain.record(None, {self.tripwire.processor_id: ("tripwire", self.tripwire.reason)}
                          if self.tripwire and self.tripwire.processor_id else None)
@@ -657,7 +660,11 @@ def to_observable(source: Any, *, loop: asyncio.AbstractEventLoop | None = None)
             observer.on_completed()
 
         task = the_loop.create_task(pump())
-        return Disposable(lambda: the_loop.call_soon_threadsafe(task.cancel))
+
+        def dispose() -> None:
+            the_loop.call_soon_threadsafe(task.cancel)
+
+        return Disposable(dispose)
 
     return reactivex.create(subscribe)
 

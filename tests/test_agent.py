@@ -239,6 +239,18 @@ class TestRun:
             ("none", {"temperature": 0}, {"x": {"y": 1}})
 
 
+    async def test_reasoning_and_sources_are_stored(self) -> None:
+        from streamkit.testing import reasoning
+
+        agent = Agent(id="a", model=ScriptedModel([[reasoning("think first"), text("answer")]]))
+        chunks, result = await run_stream(agent)
+        assert "reasoning-delta" in types(chunks)
+        parts = result.messages[0].content.parts
+        assert [p.type for p in parts] == ["reasoning", "text"]
+        assert parts[0].text == "think first"
+        assert result.steps[0].reasoning == "think first"
+
+
 class TestDataChunks:
     async def test_tool_writer_routed_persisted_and_transient(self) -> None:
         @tool

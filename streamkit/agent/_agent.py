@@ -70,8 +70,9 @@ class Override:
             need(pid, "remove")
         for pid in self.replace:
             need(pid, "replace")
-        out = [self.replace.get(getattr(p, "id", None), p) for p in base
-               if getattr(p, "id", None) not in set(self.remove)]
+        removed = set(self.remove)
+        out = [self.replace.get(str(getattr(p, "id", "")), p) for p in base
+               if getattr(p, "id", None) not in removed]
         new_ids = [getattr(p, "id", None) for p in out]
         adds = flatten_processors(list(self.add))
         if self.before is not None or self.after is not None:

@@ -16,7 +16,8 @@ from ..chunks import (DataChunk, ErrorChunk, Finish, ObjectResult, ReasoningDelt
                       ResponseMetadata, Source, Start, StepFinish, StepStart, TextDelta, ToolCall,
                       ToolErrorChunk, ToolResult, TripwireChunk)
 from ..errors import APICallError, StreamkitError, ToolError
-from ..messages import (DataPart, FilePart, Message, MessageContent, ReasoningPart, SourceInfo,
+from ..messages import (DataPart, FilePart, Message, MessageContent, ReasoningPart, ReasoningText,
+                        SourceInfo,
                         SourcePart, StepStartPart, TextPart, ToolInvocationPart, get_text)
 from ..models import ModelRequest, resolve_model
 from ..processors._runtime import coerce_chunk
@@ -187,9 +188,11 @@ def _build_parts(step: StepState) -> list[Any]:
                                     "args": p.args})
         elif cls is Source:
             p = c.payload
+            title = getattr(p, "title", None)
             parts.append(SourcePart(source=SourceInfo(
-                source_type=getattr(p, "source_type", "url"), id=p.id,
-                url=getattr(p, "url", None) or "", title=getattr(p, "title", None))))
+                source_type=getattr(p, "source_type", None) or "url", id=p.id,
+                url=getattr(p, "url", None) or "",
+                title=title if isinstance(title, str) else msgspec_unset())))
         elif c.type == "file":
             p = c.payload
             parts.append(FilePart(mime_type=p.mime_type, data=p.data))
@@ -202,7 +205,8 @@ def _build_parts(step: StepState) -> list[Any]:
             if kind == "text":
                 built.append(TextPart(text="".join(texts[key])))
             else:
-                built.append(ReasoningPart.from_text("".join(reasons[key])))
+                joined = "".join(reasons[key])
+                built.append(ReasoningPart(reasoning=joined, details=[ReasoningText(text=joined)]))
         else:
             built.append(part)
     return built
@@ -432,8 +436,12 @@ async def process_api_error(cfg: RunConfig, st: RunState) -> str:
         raise RuntimeError("streamkit bug: process_api_error without an error")
     cap = cfg.error_retry_cap
     specs = (*cfg.input_specs, *cfg.output_specs, *cfg.error_specs)
+    unique: list[Any] = []
     seen: set[int] = set()
-    unique = [s for s in specs if not (id(s.processor) in seen or seen.add(id(s.processor)))]
+    for spec in specs:  # a processor in several lanes handles each failure once
+        if id(spec.processor) not in seen:
+            seen.add(id(spec.processor))
+            unique.append(spec)
     # The failed attempt's partial output is rolled back first, so handlers see (and mutate)
     # the list the retried call will be built from.
     st.message_list.rollback(step.checkpoint)

@@ -147,7 +147,7 @@ def _closest(name: str, choices: Any) -> str:
     pool = sorted(choices)
     alias = _ALIASES.get(name.lower().replace("-", "_")) or \
         _ALIASES.get(name.lower().replace("_", "").replace("-", ""))
-    if alias in pool:
+    if alias is not None and alias in pool:
         return alias
     snake = "".join(f"_{ch.lower()}" if ch.isupper() else ch for ch in name).lstrip("_")
     if snake in pool:
