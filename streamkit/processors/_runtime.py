@@ -34,8 +34,12 @@ class TraceRecord:
             stream hooks ``"ok"``/``"dropped"`` (some chunks dropped)/``"tripwire"``.
         calls: how many times the hook ran (chunks seen for stream hooks, else 1).
         dropped: chunks the stream hook dropped.
-        first_call: seconds its first call took (the time it added before the first chunk).
+        first_call: seconds its first call took (its compute time on the first chunk).
         detail: the tripwire reason or error text, when there is one.
+        first_chunk_delay: stream hooks only: seconds between the first ``text-delta`` reaching
+            this processor in the step and the first ``text-delta`` it let out (passed on,
+            emitted, or flushed at the end of the step) — the time it added to time-to-first-
+            chunk, hold-back included. ``None`` when no text reached it, or none came out.
     """
 
     processor_id: str
@@ -47,24 +51,30 @@ class TraceRecord:
     dropped: int = 0
     first_call: float | None = None
     detail: str | None = None
+    first_chunk_delay: float | None = None
 
     def as_row(self) -> dict[str, Any]:
         return {"processor": self.processor_id, "hook": self.hook, "step": self.step,
                 "calls": self.calls, "dropped": self.dropped, "ms": round(self.duration * 1e3, 3),
-                "outcome": self.outcome, "detail": self.detail}
+                "outcome": self.outcome, "detail": self.detail,
+                "ttfc_ms": None if self.first_chunk_delay is None
+                else round(self.first_chunk_delay * 1e3, 3)}
 
 
 @dataclass(slots=True)
 class StreamStats:
     """Counters one processor's slot in a fused stream chain updates in place: timed samples
     (``sampled`` calls taking ``ns`` in all, the first taking ``first_ns``), and the exact
-    number of chunks it ``dropped`` and ``fanout`` extra chunks it emitted."""
+    number of chunks it ``dropped`` and ``fanout`` extra chunks it emitted; and when the step's
+    first text delta reached it (``text_in_ns``) and first left it (``text_out_ns``)."""
 
     sampled: int = 0
     ns: int = 0
     first_ns: int = 0
     dropped: int = 0
     fanout: int = 0
+    text_in_ns: int = 0
+    text_out_ns: int = 0
 
 
 class Writer:
@@ -118,12 +128,13 @@ class RequestRuntime:
 
     def record_stream(self, processor_id: str, step: int | None, calls: int, dropped: int,
                       ns: float, first_ns: int, outcome: str = "ok",
-                      detail: str | None = None) -> None:
+                      detail: str | None = None, first_chunk_delay: float | None = None) -> None:
         if dropped and outcome == "ok":
             outcome = "dropped"
         self.trace.append(TraceRecord(
             processor_id, "process_output_stream", step, ns / 1e9, outcome, calls=calls,
-            dropped=dropped, first_call=first_ns / 1e9 if calls else None, detail=detail))
+            dropped=dropped, first_call=first_ns / 1e9 if calls else None, detail=detail,
+            first_chunk_delay=first_chunk_delay))
 
     async def violation(self, spec: ProcessorSpec | None, tripwire: TripWire,
                         hook: str | None = None) -> None:

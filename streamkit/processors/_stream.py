@@ -71,15 +71,23 @@ def _args(i: int, hook: HookSpec) -> str:
     return ", ".join(f"{n}={values[n]}" for n in names)
 
 
+_HAS_TEXT = "(out.__class__ is text_cls or (out.__class__ is list and any(o.__class__ is " \
+    "text_cls for o in out)))"
+
+
 def _body(hooks: Sequence[HookSpec], multi: Sequence[bool], start: int, timed: bool,
-          is_async: bool, prefix: str, indent: str) -> list[str]:
-    """The chain from processor ``start`` on, as statements (``prefix`` names entry points)."""
+          is_async: bool, prefix: str, indent: str, probe: bool = False) -> list[str]:
+    """The chain from processor ``start`` on, as statements (``prefix`` names entry points).
+    ``probe`` also notes when the first text delta enters and leaves each processor."""
     lines: list[str] = []
     for i in range(start, len(hooks)):
         hook = hooks[i]
         aw = "await " if hook.is_async else ""
         if hook.wants_all or "stream_parts" in hook.params:
             lines.append(f"sp{i}.append(part)")
+        if probe:
+            lines.append(f"if part.__class__ is text_cls and not st{i}.text_in_ns: "
+                         f"st{i}.text_in_ns = pc()")
         lines.append("try:")
         if timed:
             lines.append("    t0 = pc()")
@@ -89,6 +97,8 @@ def _body(hooks: Sequence[HookSpec], multi: Sequence[bool], start: int, timed: b
         if timed:
             lines += ["t1 = pc() - t0", f"if not st{i}.sampled: st{i}.first_ns = t1",
                       f"st{i}.sampled += 1", f"st{i}.ns += t1"]
+        if probe:
+            lines.append(f"if not st{i}.text_out_ns and {_HAS_TEXT}: st{i}.text_out_ns = pc()")
         lines += ["if out is None:", f"    st{i}.dropped += 1", "    return None"]
         if multi[i]:
             call = f"{'await ' if is_async else ''}{prefix}{i + 1}(p)"
@@ -104,14 +114,17 @@ def _body(hooks: Sequence[HookSpec], multi: Sequence[bool], start: int, timed: b
 
 def _compile(hooks: Sequence[HookSpec], multi: Sequence[bool], timing: str, dispatch: bool
              ) -> Callable[..., Any]:
-    """Generate ``factory(fns, consts, stats, ctx, fail, pc, data_cls, run_data) -> (push,
-    count)`` for one chain shape. ``timing`` is ``"off"``, ``"sampled"`` or ``"always"``;
-    ``dispatch`` sends data chunks to ``run_data``. ``count()`` is how many chunks entered."""
+    """Generate ``factory(fns, consts, stats, ctx, fail, pc, data_cls, run_data, text_cls) ->
+    (push, count, arm)`` for one chain shape. ``timing`` is ``"off"``, ``"sampled"`` or
+    ``"always"``; ``dispatch`` sends data chunks to ``run_data``. ``count()`` is how many chunks
+    entered. With ``"sampled"`` timing, chunks take a fully timed *probe* path from ``arm()``
+    until a text delta leaves the chain, noting when the first text delta entered and left each
+    processor (its added time to first chunk); ``arm()`` is called again for every step."""
     n = len(hooks)
     is_async = any(h.is_async for h in hooks)
     d = "async def" if is_async else "def"
     aw = "await " if is_async else ""
-    lines = ["def factory(fns, consts, stats, ctx, fail, pc, data_cls, run_data):"]
+    lines = ["def factory(fns, consts, stats, ctx, fail, pc, data_cls, run_data, text_cls):"]
     for i, hook in enumerate(hooks):
         lines += [f"    f{i} = fns[{i}]", f"    st{i} = stats[{i}]"]
         if hook.wants_all or "stream_parts" in hook.params:
@@ -119,8 +132,9 @@ def _compile(hooks: Sequence[HookSpec], multi: Sequence[bool], timing: str, disp
         for name in _PER_REQUEST:
             if hook.wants_all or name in hook.params:
                 lines.append(f"    c{i}_{name} = consts[{i}][{name!r}]")
-    lines.append("    n = 0")
+    lines += ["    n = 0", "    probing = " + str(timing == "sampled")]
     lines += ["    def count():", "        return n"]
+    lines += ["    def arm():", "        nonlocal probing", f"        probing = {timing == 'sampled'}"]
     # Entry points after each multi-emit processor (fan-out continues from there), untimed.
     for k in sorted({i + 1 for i in range(n) if multi[i]}, reverse=True):
         lines.append(f"    {d} rest{k}(part):")
@@ -128,17 +142,25 @@ def _compile(hooks: Sequence[HookSpec], multi: Sequence[bool], timing: str, disp
     if timing == "sampled":
         lines.append(f"    {d} timed(part):")
         lines += _body(hooks, multi, 0, True, is_async, "rest", "        ")
+        for k in sorted({i + 1 for i in range(n) if multi[i]}, reverse=True):
+            lines.append(f"    {d} probe{k}(part):")
+            lines += _body(hooks, multi, k, True, is_async, "probe", "        ", probe=True)
+        lines.append(f"    {d} probe0(part):")
+        lines += _body(hooks, multi, 0, True, is_async, "probe", "        ", probe=True)
     lines.append(f"    {d} push(part):")
     if dispatch:
         lines += ["        if part.__class__ is data_cls:",
                   f"            return {aw}run_data(part)"]
     if timing == "sampled":
-        lines += ["        nonlocal n", "        n += 1",
+        lines += ["        nonlocal n, probing", "        n += 1",
+                  "        if probing:", f"            out = {aw}probe0(part)",
+                  f"            if out is not None and {_HAS_TEXT}: probing = False",
+                  "            return out",
                   f"        if n % {SAMPLE_EVERY} == 1:", f"            return {aw}timed(part)"]
     elif timing == "always":
         lines += ["        nonlocal n", "        n += 1"]
     lines += _body(hooks, multi, 0, timing == "always", is_async, "rest", "        ")
-    lines.append("    return push, count")
+    lines.append("    return push, count, arm")
     namespace: dict[str, Any] = {}
     exec(compile("\n".join(lines), f"<streamkit fused chain x{n}>", "exec"), namespace)
     return namespace["factory"]  # type: ignore[no-any-return]
@@ -153,8 +175,8 @@ class _Ctx:
 
 def _bind(specs: Sequence[ProcessorSpec], runtime: RequestRuntime, writer: Any,
           message_list: Any, ctx: _Ctx, timing: str, run_data: Any, is_async: bool
-          ) -> tuple[Callable[..., Any], Callable[[], int], list[StreamStats]]:
-    from ..chunks import DataChunk
+          ) -> tuple[Callable[..., Any], Callable[[], int], Callable[[], None], list[StreamStats]]:
+    from ..chunks import DataChunk, TextDelta
 
     hooks = [s.hooks[HOOK] for s in specs]
     multi = [s.multi_emit for s in specs]
@@ -173,8 +195,8 @@ def _bind(specs: Sequence[ProcessorSpec], runtime: RequestRuntime, writer: Any,
     def fail(i: int, exc: BaseException) -> BaseException:
         return hook_failure(specs[i].id, HOOK, exc)
 
-    push, count = factory([h.fn for h in hooks], consts, stats, ctx, fail, time.perf_counter_ns,
-                          DataChunk, run_data)
+    push, count, arm = factory([h.fn for h in hooks], consts, stats, ctx, fail,
+                               time.perf_counter_ns, DataChunk, run_data, TextDelta)
     if is_async and not any(h.is_async for h in hooks):
         # One calling convention per chain: an async main chain needs an awaitable data chain.
         sync_push = push
@@ -182,7 +204,7 @@ def _bind(specs: Sequence[ProcessorSpec], runtime: RequestRuntime, writer: Any,
         async def push(part: Any) -> Any:  # type: ignore[no-redef]
             return sync_push(part)
 
-    return push, count, stats
+    return push, count, arm, stats
 
 
 class StreamChain:
@@ -212,10 +234,10 @@ class StreamChain:
         self.ctx = _Ctx()
         data_specs = [s for s in self.specs if s.process_data_parts]
         self.is_async = any(s.hooks[HOOK].is_async for s in self.specs)
-        run_data, self._data_count, self._data_stats = _bind(
+        run_data, self._data_count, _, self._data_stats = _bind(
             data_specs, runtime, writer, message_list, self.ctx,
             "always" if self.timed else "off", None, self.is_async)
-        self.push, self._count, self._main_stats = _bind(
+        self.push, self._count, self._arm, self._main_stats = _bind(
             self.specs, runtime, writer, message_list, self.ctx,
             "sampled" if self.timed else "off", run_data, self.is_async)
         self._data_index = [self.specs.index(s) for s in data_specs]
@@ -256,8 +278,11 @@ class StreamChain:
                 raise hook_failure(spec.id, "flush_output_stream", exc) from None
             if not res:
                 continue
+            flushed = res if isinstance(res, list) else [res]
+            if self.timed:
+                self._note_flushed_text(spec, flushed)
             rest = self._rest(spec)
-            for part in (res if isinstance(res, list) else [res]):
+            for part in flushed:
                 r = rest.push(part)
                 if rest.is_async:
                     r = await r
@@ -265,6 +290,20 @@ class StreamChain:
                     continue
                 (out.extend if r.__class__ is list else out.append)(r)
         return out
+
+    def _note_flushed_text(self, spec: ProcessorSpec, flushed: list[Any]) -> None:
+        """Text a processor first lets out at the end of the step (it held everything) counts
+        as its first text out; the processors after it (run untimed here) add nothing."""
+        from ..chunks import TextDelta
+
+        if spec not in self.specs or not any(p.__class__ is TextDelta for p in flushed):
+            return
+        now = time.perf_counter_ns()
+        for st in self._main_stats[self.specs.index(spec):]:
+            if not st.text_in_ns:
+                st.text_in_ns = now
+            if not st.text_out_ns:
+                st.text_out_ns = now
 
     def record(self, step: int | None, outcome_for: dict[str, tuple[str, str | None]] | None = None
                ) -> None:
@@ -301,8 +340,12 @@ class StreamChain:
                 dropped += data.dropped
                 first = first or data.first_ns
             outcome, detail = (outcome_for or {}).get(spec.id, ("ok", None))
+            delay = max(0, main.text_out_ns - main.text_in_ns) / 1e9 \
+                if main.text_in_ns and main.text_out_ns else None
             if n_calls or outcome != "ok":
                 self.runtime.record_stream(spec.id, step, n_calls, dropped, ns, first, outcome,
-                                           detail)
+                                           detail, first_chunk_delay=delay)
         for st in self._main_stats + self._data_stats:
             st.sampled = st.dropped = st.ns = st.first_ns = st.fanout = 0
+            st.text_in_ns = st.text_out_ns = 0
+        self._arm()
