@@ -1,0 +1,511 @@
+"""Stream chunks: one ``msgspec.Struct`` per Mastra chunk type, and the ``Chunk`` union.
+
+What belongs here: the public chunk API -- the chunks the agent loop emits (``Start``,
+``StepFinish``, ``ToolResult``, ``TripwireChunk``, ..., ``DataChunk``), ``Chunk``, ``CHUNK_TYPES``
+and ``coerce_chunk`` -- and, re-exported, the chunks a model step produces
+(``streamkit._model_chunks``: ``TextDelta``, ``ToolCall``, ...), the payload structs
+(``streamkit._payloads``) and the base classes (``streamkit._chunk_base``). What does not: bytes,
+JSON, SSE and MessagePack (``streamkit.wire``), and anything about agents, processors or HTTP.
+
+The wire form is Mastra's::
+
+    {"type": "text-delta", "runId": "r1", "from": "AGENT", "payload": {"id": "t1", "text": "hi"}}
+
+* Envelope: ``run_id`` (wire ``runId``), ``from_`` (wire ``from``: ``"AGENT"``, ``"USER"``,
+  ``"SYSTEM"``, ``"WORKFLOW"`` or ``"NETWORK"``) and ``metadata``. They default to ``UNSET``:
+  a key that is absent stays absent when encoded again (absent is not null).
+* ``chunk.type`` is the wire type, a class attribute (``TextDelta.type == "text-delta"``);
+  on ``DataChunk`` it is a field holding the full ``"data-..."`` string.
+* Payload attributes are snake_case, wire keys camelCase (``payload.tool_call_id`` is
+  ``toolCallId``). Payload keys streamkit does not model are kept in ``payload.extra``.
+* ``object`` and ``object-result`` chunks carry ``object`` at top level, not in a payload;
+  ``data-*`` chunks have no envelope at all.
+
+Constructors take the payload's fields flattened, or the payload itself:
+
+>>> TextDelta(text="hi", id="t1", run_id="r1", from_="AGENT")
+TextDelta(run_id='r1', from_='AGENT', payload=TextDeltaPayload(id='t1', text='hi'))
+>>> TextDelta(payload=TextDeltaPayload(id="t1", text="hi")).payload.text
+'hi'
+
+A keyword that names a payload field goes to the payload: ``metadata=`` of ``TripwireChunk``,
+``StepFinish`` and ``Finish`` is the payload's ``metadata``; pass ``payload=`` to set the
+envelope's.
+"""
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Union, Unpack, overload
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from ._chunk_base import (
+    ChunkBase,
+    PayloadBase,
+    _EnvelopeKeywords,
+    _RunKeywords,
+    assign_extra_keys,
+    split_extra_keys,
+)
+from ._model_chunks import (
+    Custom,
+    File,
+    Raw,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningFile,
+    ReasoningSignature,
+    ReasoningStart,
+    RedactedReasoning,
+    ResponseMetadata,
+    Source,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCall,
+    ToolCallDelta,
+    ToolCallInputStreamingEnd,
+    ToolCallInputStreamingStart,
+)
+from ._payloads import (
+    AbortPayload,
+    CustomPayload,
+    ErrorPayload,
+    FilePayload,
+    FinishPayload,
+    ReasoningDeltaPayload,
+    ReasoningEndPayload,
+    ReasoningFilePayload,
+    ReasoningSignaturePayload,
+    ReasoningStartPayload,
+    RedactedReasoningPayload,
+    ResponseMetadataPayload,
+    SourcePayload,
+    StartPayload,
+    StepFinishPayload,
+    StepOutput,
+    StepOutputPayload,
+    StepResult,
+    StepStartPayload,
+    TextDeltaPayload,
+    TextEndPayload,
+    TextStartPayload,
+    ToolCallApprovalPayload,
+    ToolCallDeltaPayload,
+    ToolCallInputStreamingEndPayload,
+    ToolCallInputStreamingStartPayload,
+    ToolCallPayload,
+    ToolCallSuspendedPayload,
+    ToolErrorPayload,
+    ToolOutputDeniedPayload,
+    ToolOutputPayload,
+    ToolResultPayload,
+    TripwirePayload,
+    Usage,
+)
+from .errors import ChunkDecodeError
+
+__all__ = [
+    # base classes and helpers
+    "ChunkBase", "PayloadBase", "Chunk", "CHUNK_TYPES", "coerce_chunk",
+    "chunk_from_builtins",
+    # model output
+    "ResponseMetadata", "TextStart", "TextDelta", "TextEnd", "ReasoningStart", "ReasoningDelta",
+    "ReasoningEnd", "ReasoningSignature", "RedactedReasoning", "ReasoningFile", "Source", "File",
+    "Custom", "ToolCallInputStreamingStart", "ToolCallDelta", "ToolCallInputStreamingEnd",
+    "ToolCall", "Raw",
+    # agent loop
+    "Start", "StepStart", "StepFinish", "Finish", "ToolResult", "ToolErrorChunk",
+    "ToolOutputDenied", "ToolCallApproval", "ToolCallSuspended", "ToolOutput", "ErrorChunk",
+    "Abort", "TripwireChunk", "ObjectChunk", "ObjectResult", "DataChunk",
+    # payloads
+    "StartPayload", "StepStartPayload", "TextStartPayload", "TextDeltaPayload", "TextEndPayload",
+    "ReasoningStartPayload", "ReasoningDeltaPayload", "ReasoningEndPayload",
+    "ReasoningSignaturePayload", "RedactedReasoningPayload", "ReasoningFilePayload",
+    "SourcePayload", "FilePayload", "CustomPayload", "ToolCallInputStreamingStartPayload",
+    "ToolCallDeltaPayload", "ToolCallInputStreamingEndPayload", "ToolCallPayload",
+    "ToolResultPayload", "ToolErrorPayload", "ToolOutputDeniedPayload", "ToolCallApprovalPayload",
+    "ToolCallSuspendedPayload", "ToolOutputPayload", "StepFinishPayload", "FinishPayload",
+    "StepResult", "StepOutputPayload", "StepOutput", "Usage", "ErrorPayload", "AbortPayload",
+    "TripwirePayload", "ResponseMetadataPayload",
+]
+
+
+class Start(ChunkBase, kw_only=True):
+    """A run starts (``start``): ``payload.id`` is the agent id."""
+
+    type: ClassVar[Literal["start"]] = "start"
+    payload: StartPayload
+
+    if TYPE_CHECKING:  # the flattened constructor, for type checkers
+        @overload
+        def __init__(self, *, payload: StartPayload,
+                     **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
+        @overload
+        def __init__(self, *, id: str | UnsetType = ..., message_id: str | UnsetType = ...,
+                     extra: dict[str, Any] = ...,
+                     **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
+        def __init__(self, **kwargs: Any) -> None: ...
+
+
+class StepStart(ChunkBase, kw_only=True):
+    """A model step starts (``step-start``)."""
+
+    type: ClassVar[Literal["step-start"]] = "step-start"
+    payload: StepStartPayload
+
+    if TYPE_CHECKING:  # the flattened constructor, for type checkers
+        @overload
+        def __init__(self, *, payload: StepStartPayload,
+                     **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
+        @overload
+        def __init__(self, *, request: Any = ..., warnings: list[Any] | UnsetType = ...,
+                     message_id: str | UnsetType = ..., started_at: int | float | UnsetType = ...,
+                     input_messages: Any = ..., extra: dict[str, Any] = ...,
+                     **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
+        def __init__(self, **kwargs: Any) -> None: ...
+
+
+class StepFinish(ChunkBase, kw_only=True):
+    """A step ended, after its tools ran (``step-finish``).
+
+    Example:
+        >>> chunk = StepFinish(step_result=StepResult(reason="stop"),
+        ...                    output=StepOutputPayload(text="Hi", usage=Usage(total_tokens=3)))
+        >>> chunk.payload.output.usage.total_tokens
+        3
+    """
+
+    type: ClassVar[Literal["step-finish"]] = "step-finish"
+    payload: StepFinishPayload
+
+    if TYPE_CHECKING:  # the flattened constructor, for type checkers
+        @overload
+        def __init__(self, *, payload: StepFinishPayload,
+                     **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
+        @overload
+        def __init__(self, *, step_result: StepResult, output: StepOutputPayload,
+                     message_id: str | UnsetType = ..., metadata: Any = ..., messages: Any = ...,
+                     processor_retry_count: int | UnsetType = ...,
+                     processor_retry_feedback: Any = ...,
+                     provider_metadata: dict[str, Any] | UnsetType = ...,
+                     total_usage: Usage | UnsetType = ..., response: Any = ...,
+                     id: str | UnsetType = ..., extra: dict[str, Any] = ...,
+                     **envelope: Unpack[_RunKeywords]) -> None: ...
+        def __init__(self, **kwargs: Any) -> None: ...
+
+
+class Finish(ChunkBase, kw_only=True):
+    """The run finished (``finish``); last chunk of a run. Same payload shape as ``step-finish``."""
+
+    type: ClassVar[Literal["finish"]] = "finish"
+    payload: FinishPayload
+
+    if TYPE_CHECKING:  # the flattened constructor, for type checkers
+        @overload
+        def __init__(self, *, payload: FinishPayload,
+                     **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
+        @overload
+        def __init__(self, *, step_result: StepResult, output: StepOutputPayload,
+                     message_id: str | UnsetType = ..., metadata: Any = ..., messages: Any = ...,
+                     processor_retry_count: int | UnsetType = ...,
+                     processor_retry_feedback: Any = ...,
+                     provider_metadata: dict[str, Any] | UnsetType = ...,
+                     total_usage: Usage | UnsetType = ..., response: Any = ...,
+                     id: str | UnsetType = ..., extra: dict[str, Any] = ...,
+                     **envelope: Unpack[_RunKeywords]) -> None: ...
+        def __init__(self, **kwargs: Any) -> None: ...
+
+
+class ToolResult(ChunkBase, kw_only=True):
+    """A tool's result (``tool-result``)."""
+
+    type: ClassVar[Literal["tool-result"]] = "tool-result"
+    payload: ToolResultPayload
+
+    if TYPE_CHECKING:  # the flattened constructor, for type checkers
+        @overload
+        def __init__(self, *, payload: ToolResultPayload,
+                     **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
+        @overload
+        def __init__(self, *, tool_call_id: str, tool_name: str, result: Any = ...,
+                     is_error: bool | UnsetType = ..., provider_executed: bool | UnsetType = ...,
+                     provider_metadata: dict[str, Any] | UnsetType = ..., args: Any = ...,
+                     dynamic: bool | UnsetType = ..., extra: dict[str, Any] = ...,
+                     **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
+        def __init__(self, **kwargs: Any) -> None: ...
+
+
+class ToolErrorChunk(ChunkBase, kw_only=True):
+    """A tool raised or was unknown (``tool-error``); the loop goes on so the model can recover."""
+
+    type: ClassVar[Literal["tool-error"]] = "tool-error"
+    payload: ToolErrorPayload
+
+    if TYPE_CHECKING:  # the flattened constructor, for type checkers
+        @overload
+        def __init__(self, *, payload: ToolErrorPayload,
+                     **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
+        @overload
+        def __init__(self, *, tool_call_id: str, tool_name: str, error: Any = ..., args: Any = ...,
+                     id: str | UnsetType = ..., provider_executed: bool | UnsetType = ...,
+                     provider_metadata: dict[str, Any] | UnsetType = ...,
+                     extra: dict[str, Any] = ...,
+                     **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
+        def __init__(self, **kwargs: Any) -> None: ...
+
+
+class ToolOutputDenied(ChunkBase, kw_only=True):
+    """A tool call's approval was declined (``tool-output-denied``)."""
+
+    type: ClassVar[Literal["tool-output-denied"]] = "tool-output-denied"
+    payload: ToolOutputDeniedPayload
+
+    if TYPE_CHECKING:  # the flattened constructor, for type checkers
+        @overload
+        def __init__(self, *, payload: ToolOutputDeniedPayload,
+                     **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
+        @overload
+        def __init__(self, *, tool_call_id: str, tool_name: str, args: Any = ...,
+                     approval: Any = ..., extra: dict[str, Any] = ...,
+                     **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
+        def __init__(self, **kwargs: Any) -> None: ...
+
+
+class ToolCallApproval(ChunkBase, kw_only=True):
+    """A tool call waits for approval (``tool-call-approval``)."""
+
+    type: ClassVar[Literal["tool-call-approval"]] = "tool-call-approval"
+    payload: ToolCallApprovalPayload
+
+    if TYPE_CHECKING:  # the flattened constructor, for type checkers
+        @overload
+        def __init__(self, *, payload: ToolCallApprovalPayload,
+                     **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
+        @overload
+        def __init__(self, *, tool_call_id: str, tool_name: str, args: Any = ...,
+                     resume_schema: Any = ..., extra: dict[str, Any] = ...,
+                     **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
+        def __init__(self, **kwargs: Any) -> None: ...
+
+
+class ToolCallSuspended(ChunkBase, kw_only=True):
+    """A tool suspended the run (``tool-call-suspended``)."""
+
+    type: ClassVar[Literal["tool-call-suspended"]] = "tool-call-suspended"
+    payload: ToolCallSuspendedPayload
+
+    if TYPE_CHECKING:  # the flattened constructor, for type checkers
+        @overload
+        def __init__(self, *, payload: ToolCallSuspendedPayload,
+                     **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
+        @overload
+        def __init__(self, *, tool_call_id: str, tool_name: str, suspend_payload: Any = ...,
+                     args: Any = ..., resume_schema: Any = ..., extra: dict[str, Any] = ...,
+                     **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
+        def __init__(self, **kwargs: Any) -> None: ...
+
+
+class ToolOutput(ChunkBase, kw_only=True):
+    """Output streamed by a nested run inside a tool (``tool-output``)."""
+
+    type: ClassVar[Literal["tool-output"]] = "tool-output"
+    payload: ToolOutputPayload
+
+    if TYPE_CHECKING:  # the flattened constructor, for type checkers
+        @overload
+        def __init__(self, *, payload: ToolOutputPayload,
+                     **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
+        @overload
+        def __init__(self, *, tool_call_id: str, output: Any = ...,
+                     tool_name: str | UnsetType = ..., extra: dict[str, Any] = ...,
+                     **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
+        def __init__(self, **kwargs: Any) -> None: ...
+
+
+class ErrorChunk(ChunkBase, kw_only=True):
+    """A terminal error (``error``); ``payload.error`` is JSON (a message string or an object)."""
+
+    type: ClassVar[Literal["error"]] = "error"
+    payload: ErrorPayload
+
+    if TYPE_CHECKING:  # the flattened constructor, for type checkers
+        @overload
+        def __init__(self, *, payload: ErrorPayload,
+                     **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
+        @overload
+        def __init__(self, *, error: Any = ..., extra: dict[str, Any] = ...,
+                     **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
+        def __init__(self, **kwargs: Any) -> None: ...
+
+
+class Abort(ChunkBase, kw_only=True):
+    """The caller cancelled the run (``abort``)."""
+
+    type: ClassVar[Literal["abort"]] = "abort"
+    payload: AbortPayload
+
+    if TYPE_CHECKING:  # the flattened constructor, for type checkers
+        @overload
+        def __init__(self, *, payload: AbortPayload,
+                     **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
+        @overload
+        def __init__(self, *, extra: dict[str, Any] = ...,
+                     **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
+        def __init__(self, **kwargs: Any) -> None: ...
+
+
+class TripwireChunk(ChunkBase, kw_only=True):
+    """A processor stopped the run (``tripwire``); nothing follows it in the stream.
+
+    Mastra's per-chunk pass emits these without ``runId``/``from``; streamkit always sets both.
+
+    Example:
+        >>> chunk = TripwireChunk(reason="blocked", retry=False, processor_id="guard",
+        ...                       run_id="r1", from_="AGENT")
+        >>> chunk.payload.retry
+        False
+    """
+
+    type: ClassVar[Literal["tripwire"]] = "tripwire"
+    payload: TripwirePayload
+
+    if TYPE_CHECKING:  # the flattened constructor, for type checkers
+        @overload
+        def __init__(self, *, payload: TripwirePayload,
+                     **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
+        @overload
+        def __init__(self, *, reason: str, retry: bool | UnsetType = ..., metadata: Any = ...,
+                     processor_id: str | UnsetType = ..., extra: dict[str, Any] = ...,
+                     **envelope: Unpack[_RunKeywords]) -> None: ...
+        def __init__(self, **kwargs: Any) -> None: ...
+
+
+class ObjectChunk(ChunkBase, kw_only=True):
+    """A partial structured-output object (``object``), at top level rather than in a payload.
+
+    Example:
+        >>> ObjectChunk(object={"name": "Ada"}, run_id="r1", from_="AGENT").object
+        {'name': 'Ada'}
+    """
+
+    type: ClassVar[Literal["object"]] = "object"
+    object: Any = UNSET
+
+
+class ObjectResult(ChunkBase, kw_only=True):
+    """The final structured-output object (``object-result``), at top level."""
+
+    type: ClassVar[Literal["object-result"]] = "object-result"
+    object: Any = UNSET
+
+
+class DataChunk(msgspec.Struct, forbid_unknown_fields=True, repr_omit_defaults=True):
+    """A custom data chunk (any ``data-*`` type): ``{"type", "data", "id"?, "transient"?}``.
+
+    It has no envelope and no payload. ``transient=True`` chunks are streamed but never stored.
+
+    Example:
+        >>> DataChunk("data-progress", {"pct": 50}, transient=True)
+        DataChunk(type='data-progress', data={'pct': 50}, transient=True)
+    """
+
+    _flat_payload: ClassVar[bool] = False
+    _nested_payload: ClassVar[bool] = False
+
+    type: str
+    data: Any = UNSET
+    id: str | UnsetType = UNSET
+    transient: bool | UnsetType = UNSET
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.type, str) and self.type.startswith("data-")):
+            raise ValueError(f"a data chunk's type must start with 'data-', got {self.type!r}")
+
+
+Chunk = Union[
+    Start, StepStart, ResponseMetadata, TextStart, TextDelta, TextEnd, ReasoningStart,
+    ReasoningDelta, ReasoningEnd, ReasoningSignature, RedactedReasoning, ReasoningFile, Source,
+    File, Custom, ToolCallInputStreamingStart, ToolCallDelta, ToolCallInputStreamingEnd, ToolCall,
+    ToolResult, ToolErrorChunk, ToolOutputDenied, ToolCallApproval, ToolCallSuspended, ToolOutput,
+    StepFinish, Finish, ErrorChunk, Abort, TripwireChunk, Raw, ObjectChunk, ObjectResult, DataChunk,
+]
+"""Any chunk: the union of every chunk class."""
+
+CHUNK_TYPES: dict[str, type[ChunkBase]] = {
+    cls.type: cls for cls in Chunk.__args__ if cls is not DataChunk  # type: ignore[attr-defined]
+}
+"""Wire type -> chunk class, for every type except ``data-*`` (any of which is a ``DataChunk``)."""
+
+
+_PATH = re.compile(r" - at `(\$[^`]*)`$")
+
+
+def coerce_chunk(value: Any) -> Chunk:
+    """Return ``value`` as a chunk: chunks pass through, mappings in wire form are converted.
+
+    Args:
+        value: a chunk, or a mapping in Mastra's wire form (camelCase keys), such as
+            ``{"type": "data-progress", "data": {"pct": 50}}``.
+
+    Returns:
+        The chunk. Unknown payload keys of a mapping land in ``payload.extra``.
+
+    Raises:
+        ChunkDecodeError: ``value`` is neither, its ``type`` is unknown, or a field has the
+            wrong type (``chunk_type`` and ``path`` say which).
+
+    Example:
+        >>> coerce_chunk({"type": "data-progress", "data": {"pct": 50}})
+        DataChunk(type='data-progress', data={'pct': 50})
+    """
+    if isinstance(value, (ChunkBase, DataChunk)):
+        return value  # type: ignore[return-value]
+    if isinstance(value, Mapping):
+        return chunk_from_builtins(value if type(value) is dict else dict(value))
+    raise ChunkDecodeError(f"expected a chunk or a mapping, got {type(value).__name__}")
+
+
+def chunk_from_builtins(obj: Any) -> Chunk:
+    """Convert the builtins form of one chunk (as an untyped JSON decode gives it) to a chunk.
+
+    This is the general path: ``streamkit.wire`` first tries msgspec's typed decoder and comes
+    here only for ``data-*`` chunks, payloads with unknown keys, and errors.
+
+    Raises:
+        ChunkDecodeError: not an object, no string ``type``, an unknown type, or a field of the
+            wrong type.
+    """
+    if type(obj) is not dict:
+        raise ChunkDecodeError(f"expected a chunk object, got {_json_kind(obj)}")
+    chunk_type = obj.get("type")
+    if not isinstance(chunk_type, str):
+        raise ChunkDecodeError("chunk has no string 'type' field"
+                               + ("" if chunk_type is None else f" (got {_json_kind(chunk_type)})"))
+    cls: Any
+    if chunk_type.startswith("data-"):
+        cls = DataChunk
+    else:
+        cls = CHUNK_TYPES.get(chunk_type)
+        if cls is None:
+            raise ChunkDecodeError(
+                f"unknown chunk type {chunk_type!r}: expected a 'data-' type or one of "
+                f"{', '.join(sorted(CHUNK_TYPES))}", chunk_type=chunk_type)
+    known, found = split_extra_keys(cls, obj)
+    try:
+        chunk: Chunk = msgspec.convert(known, cls)
+    except msgspec.ValidationError as exc:
+        message = str(exc)
+        match = _PATH.search(message)
+        raise ChunkDecodeError(f"invalid {chunk_type!r} chunk: {message}", chunk_type=chunk_type,
+                               path=match.group(1) if match else "$") from exc
+    if found:
+        assign_extra_keys(chunk, found)
+    return chunk
+
+
+def _json_kind(value: Any) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+             int: "a number", float: "a number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
