@@ -11,12 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import StreamkitError
+from ._anthropic import AnthropicModel
 from ._base import Model, ModelRequest, ToolSpec
 from ._complete import complete
+from ._openai import OpenAIChatModel
 from ._scripted import FunctionModel, ScriptedModel, api_error, reasoning, text, tool_call
 
 __all__ = ["Model", "ModelRequest", "ToolSpec", "ScriptedModel", "FunctionModel", "text",
-           "tool_call", "reasoning", "api_error", "resolve_model", "complete"]
+           "tool_call", "reasoning", "api_error", "resolve_model", "complete",
+           "OpenAIChatModel", "AnthropicModel"]
 
 
 def resolve_model(model: Any, **options: Any) -> Any:

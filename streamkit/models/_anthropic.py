@@ -1,0 +1,529 @@
+"""``AnthropicModel``: the Anthropic Messages API, streamed over ``httpx``.
+
+What belongs here: translating a ``ModelRequest`` into a Messages API body (system messages
+gathered into ``system``, tool results as user ``tool_result`` blocks, thinking blocks sent back
+with their signatures) and the Messages API event stream (``message_start``,
+``content_block_start``/``delta``/``stop`` for text, ``tool_use`` and ``thinking``,
+``message_delta``, ``message_stop``, ``ping``, ``error``) into streamkit chunks for one step.
+What does not: HTTP errors, retries and the client (``_http``), router ids (``_router``).
+
+Decisions:
+
+* ``structured_output`` has no native Messages API form, so (as the AI SDK does) the schema
+  becomes a tool named ``json`` that the model is told to call; its streamed input is emitted as
+  text, which the agent parses as the structured answer.
+* Token usage counts every input token: ``input_tokens`` is Anthropic's ``input_tokens`` plus
+  cache reads and cache writes (what OpenAI's ``prompt_tokens`` means); cache reads are also in
+  ``cached_input_tokens``.
+* A thinking block's signature ends its reasoning: ``ReasoningEnd.signature`` and
+  ``provider_metadata["anthropic"]["signature"]``. Reasoning in the prompt is sent back as a
+  ``thinking`` block only with its signature (the API rejects unsigned thinking); redacted
+  thinking travels as ``providerMetadata.anthropic.redactedData``.
+* Error bodies (``{"type": "error", "error": {"type": ..., "message": ...}}``) keep their text
+  in ``APICallError.body``, so a processor can match it (the prefill handler looks for "does not
+  support assistant message prefill").
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import uuid
+from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
+
+import httpx
+import msgspec
+
+from ..chunks import (Finish, FinishPayload, ReasoningDelta, ReasoningEnd, ReasoningStart,
+                      ResponseMetadata, StepOutput, StepResult, TextDelta, TextEnd, TextStart,
+                      ToolCall, ToolCallDelta, ToolCallInputStreamingEnd,
+                      ToolCallInputStreamingStart, Usage)
+from ..errors import MessageError, StreamkitError
+from ._base import ModelRequest
+from ._http import (HTTPModel, decode_json, error_from_payload, json_text, retrying, split_media,
+                    stream_error, unwrap_provider_options)
+
+__all__ = ["AnthropicModel", "to_anthropic_messages", "build_anthropic_body"]
+
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+ANTHROPIC_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 4096
+JSON_TOOL = "json"
+_AGENT = "AGENT"
+
+_STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
+                 "model_context_window_exceeded": "length", "tool_use": "tool-calls",
+                 "refusal": "content-filter"}
+# Error types (https://docs.anthropic.com/en/api/errors) → the HTTP status they are sent with.
+_ERROR_STATUS = {"invalid_request_error": 400, "authentication_error": 401, "billing_error": 402,
+                 "permission_error": 403, "not_found_error": 404, "request_too_large": 413,
+                 "rate_limit_error": 429, "api_error": 500, "timeout_error": 504,
+                 "overloaded_error": 529}
+_SETTINGS = {"temperature": "temperature", "max_tokens": "max_tokens", "maxTokens": "max_tokens",
+             "max_output_tokens": "max_tokens", "maxOutputTokens": "max_tokens",
+             "top_p": "top_p", "topP": "top_p", "top_k": "top_k", "topK": "top_k",
+             "stop": "stop_sequences", "stop_sequences": "stop_sequences",
+             "stopSequences": "stop_sequences"}
+# Settings the Messages API does not have: dropped rather than sent (it would answer 400).
+_UNSUPPORTED = frozenset(("seed", "frequency_penalty", "frequencyPenalty", "presence_penalty",
+                          "presencePenalty", "headers", "max_retries", "maxRetries"))
+
+
+# --- request ---------------------------------------------------------------------------------------
+
+
+def _media_block(part: dict[str, Any], kind: str, where: str) -> dict[str, Any]:
+    data = part.get("image") if kind == "image" else part.get("data")
+    form, value, mime = split_media(data, part.get("mimeType"))
+    mime = mime or ("image/jpeg" if kind == "image" else None)
+    if mime and mime.startswith("image/"):
+        source = {"type": "url", "url": value} if form == "url" else \
+            {"type": "base64", "media_type": mime, "data": value}
+        return {"type": "image", "source": source}
+    if mime == "application/pdf":
+        source = {"type": "url", "url": value} if form == "url" else \
+            {"type": "base64", "media_type": mime, "data": value}
+        return {"type": "document", "source": source}
+    if mime == "text/plain" and form == "base64":
+        text = base64.b64decode(value).decode("utf-8", "replace")
+        return {"type": "document",
+                "source": {"type": "text", "media_type": "text/plain", "data": text}}
+    raise MessageError(f"{where}: the Anthropic Messages API cannot take a {kind} part of type "
+                       f"{mime!r} given as {form}; it takes images, PDF and text/plain")
+
+
+def _tool_input(args: Any) -> dict[str, Any]:
+    # tool_use.input must be an object; raw (malformed) argument text is kept under "input".
+    if isinstance(args, dict):
+        return args
+    if isinstance(args, str):
+        try:
+            parsed = decode_json(args) if args.strip() else {}
+        except msgspec.DecodeError:
+            return {"input": args}
+        return parsed if isinstance(parsed, dict) else {"input": parsed}
+    return {} if args is None else {"input": args}
+
+
+def _assistant_blocks(content: Any, where: str) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    blocks: list[dict[str, Any]] = []
+    for part in content or ():
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text":
+            if part.get("text"):
+                blocks.append({"type": "text", "text": part["text"]})
+        elif kind == "reasoning":
+            if part.get("signature"):
+                blocks.append({"type": "thinking", "thinking": part.get("text", ""),
+                               "signature": part["signature"]})
+        elif kind == "redacted-reasoning":
+            blocks.append({"type": "redacted_thinking", "data": part.get("data")})
+        elif kind == "tool-call":
+            blocks.append({"type": "tool_use", "id": part["toolCallId"],
+                           "name": part["toolName"], "input": _tool_input(part.get("args"))})
+        elif kind == "file":
+            continue  # the assistant cannot send files back
+        else:
+            raise MessageError(f"{where}: unknown assistant content part {part!r:.80}")
+    return blocks
+
+
+def to_anthropic_messages(prompt: list[dict[str, Any]]
+                          ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Core-format messages as ``(system blocks, messages)`` for the Messages API.
+
+    Every system message (wherever it stands) goes into ``system``; ``tool`` messages become
+    user turns of ``tool_result`` blocks; consecutive turns of one role are merged (the API
+    wants them alternating); empty text is left out (the API rejects empty text blocks).
+
+    Raises:
+        MessageError: an unknown role or part, or a file type the API cannot take.
+
+    Example:
+        >>> system, messages = to_anthropic_messages([
+        ...     {"role": "system", "content": "Be brief."},
+        ...     {"role": "user", "content": "Weather?"},
+        ...     {"role": "assistant", "content": [
+        ...         {"type": "tool-call", "toolCallId": "t1", "toolName": "w", "args": {}}]},
+        ...     {"role": "tool", "content": [
+        ...         {"type": "tool-result", "toolCallId": "t1", "toolName": "w", "result": "sun"}]}])
+        >>> system
+        [{'type': 'text', 'text': 'Be brief.'}]
+        >>> [m["role"] for m in messages], messages[2]["content"][0]["type"]
+        (['user', 'assistant', 'user'], 'tool_result')
+    """
+    system: list[dict[str, Any]] = []
+    messages: list[dict[str, Any]] = []
+
+    def push(role: str, blocks: list[dict[str, Any]]) -> None:
+        if not blocks:
+            return
+        if messages and messages[-1]["role"] == role:
+            messages[-1]["content"].extend(blocks)
+        else:
+            messages.append({"role": role, "content": blocks})
+
+    for i, msg in enumerate(prompt):
+        where = f"prompt[{i}]"
+        if not isinstance(msg, dict):
+            raise MessageError(f"{where}: expected a dict with role and content, got "
+                               f"{type(msg).__name__}")
+        role, content = msg.get("role"), msg.get("content")
+        if role == "system":
+            text = content if isinstance(content, str) else \
+                "".join(p.get("text", "") for p in content or ())
+            if text:
+                system.append({"type": "text", "text": text})
+        elif role == "user":
+            if isinstance(content, str):
+                push("user", [{"type": "text", "text": content}] if content else [])
+                continue
+            blocks = []
+            for part in content or ():
+                kind = part.get("type") if isinstance(part, dict) else None
+                if kind == "text":
+                    if part.get("text"):
+                        blocks.append({"type": "text", "text": part["text"]})
+                elif kind in ("image", "file"):
+                    blocks.append(_media_block(part, kind, where))
+                else:
+                    raise MessageError(f"{where}: unknown user content part {part!r:.80}")
+            push("user", blocks)
+        elif role == "assistant":
+            push("assistant", _assistant_blocks(content, where))
+        elif role == "tool":
+            results = []
+            for part in content or ():
+                block = {"type": "tool_result", "tool_use_id": part["toolCallId"],
+                         "content": json_text(part.get("result"))}
+                if part.get("isError"):
+                    block["is_error"] = True
+                results.append(block)
+            push("user", results)
+        else:
+            raise MessageError(f"{where}: unknown role {role!r}; expected system, user, "
+                               f"assistant or tool")
+    return system, messages
+
+
+def _tool_choice(choice: Any) -> dict[str, Any]:
+    if choice == "auto":
+        return {"type": "auto"}
+    if choice == "required":
+        return {"type": "any"}
+    if choice == "none":
+        return {"type": "none"}
+    if isinstance(choice, dict) and choice.get("type") == "tool" and choice.get("toolName"):
+        return {"type": "tool", "name": choice["toolName"]}
+    raise StreamkitError(f"tool_choice must be 'auto', 'none', 'required' or "
+                         f"{{'type': 'tool', 'toolName': name}}, got {choice!r}")
+
+
+def build_anthropic_body(model_id: str, request: ModelRequest) -> dict[str, Any]:
+    """The Messages API request body for ``request`` (always streamed).
+
+    ``max_tokens`` (required by the API) defaults to 4096, plus the thinking budget when
+    ``provider_options`` enables thinking without a ``max_tokens`` setting. ``seed`` and the
+    penalties do not exist in this API and are dropped.
+
+    Example:
+        >>> req = ModelRequest(prompt=[{"role": "system", "content": "Be brief."},
+        ...                            {"role": "user", "content": "hi"}],
+        ...                    model_settings={"temperature": 0, "stopSequences": ["END"]})
+        >>> build_anthropic_body("claude-sonnet-4-5", req)
+        {'model': 'claude-sonnet-4-5', 'max_tokens': 4096, 'messages': [{'role': 'user', \
+'content': [{'type': 'text', 'text': 'hi'}]}], 'stream': True, 'system': [{'type': 'text', \
+'text': 'Be brief.'}], 'temperature': 0, 'stop_sequences': ['END']}
+    """
+    system, messages = to_anthropic_messages(request.prompt)
+    body: dict[str, Any] = {"model": model_id, "max_tokens": DEFAULT_MAX_TOKENS,
+                            "messages": messages, "stream": True}
+    if system:
+        body["system"] = system
+    tools = [{"name": t.name, "description": t.description, "input_schema": t.parameters}
+             for t in request.tools]
+    choice = None if request.tool_choice is None else _tool_choice(request.tool_choice)
+    options = unwrap_provider_options(request.provider_options, ("anthropic",))
+    thinking = options.get("thinking")
+    budget = thinking.get("budget_tokens") if isinstance(thinking, dict) else None
+    is_thinking = isinstance(thinking, dict) and thinking.get("type") == "enabled"
+    if request.structured_output is not None:
+        if any(t["name"] == JSON_TOOL for t in tools):
+            raise StreamkitError(f"structured output on Anthropic uses a tool named "
+                                 f"{JSON_TOOL!r}; rename your tool of that name")
+        tools.append({"name": JSON_TOOL, "input_schema": request.structured_output,
+                      "description": "Respond with a JSON object matching this schema. Call "
+                                     "this tool to give your final answer."})
+        if not request.tools and not is_thinking:  # thinking forbids forcing a tool
+            choice = {"type": "tool", "name": JSON_TOOL}
+    if tools:
+        body["tools"] = tools
+        if choice is not None:
+            body["tool_choice"] = choice
+    has_max = False
+    for key, value in request.model_settings.items():
+        if key in _UNSUPPORTED or value is None:
+            continue
+        name = _SETTINGS.get(key, key)
+        has_max = has_max or name == "max_tokens"
+        body[name] = [value] if name == "stop_sequences" and isinstance(value, str) else value
+    if is_thinking and not has_max and isinstance(budget, int):
+        body["max_tokens"] = DEFAULT_MAX_TOKENS + budget
+    body.update(options)
+    return body
+
+
+# --- response --------------------------------------------------------------------------------------
+
+
+class _Block:
+    __slots__ = ("kind", "id", "name", "args", "signature")
+
+    def __init__(self, kind: str, block_id: str, name: str = "") -> None:
+        self.kind, self.id, self.name = kind, block_id, name
+        self.args: list[str] = []
+        self.signature: str | None = None
+
+
+class _MessagesTranslator:
+    """Messages API stream events (decoded JSON) → streamkit chunks, for one step."""
+
+    def __init__(self, run_id: str, url: str, *, is_structured: bool) -> None:
+        self.run_id, self.url, self.is_structured = run_id, url, is_structured
+        self.blocks: dict[int, _Block] = {}
+        self.usage: dict[str, Any] = {}
+        self.stop_reason: str | None = None
+        self.has_tool_calls = False
+        self.is_done = False
+        self.metadata: Any = None
+
+    def feed(self, obj: Any, raw: str) -> list[Any]:
+        kind = obj.get("type") if isinstance(obj, dict) else None
+        if kind is None:
+            raise stream_error("Anthropic", f"an event is not an object with a type: "
+                               f"{raw[:200]!r}", self.url, body=raw)
+        out: list[Any] = []
+        if kind == "content_block_delta":
+            block = self.blocks.get(obj.get("index"))
+            if block is not None:
+                self._delta(block, obj.get("delta") or {}, out)
+        elif kind == "content_block_start":
+            self._start(obj.get("index"), obj.get("content_block") or {}, out)
+        elif kind == "content_block_stop":
+            block = self.blocks.pop(obj.get("index"), None)
+            if block is not None:
+                self._stop(block, out)
+        elif kind == "message_start":
+            message = obj.get("message") or {}
+            self.usage.update(message.get("usage") or {})
+            fields = {k: message[f] for k, f in (("id", "id"), ("model_id", "model"))
+                      if isinstance(message.get(f), str)}
+            # held back like OpenAIChatModel's, so an error right after message_start retries
+            self.metadata = ResponseMetadata(run_id=self.run_id, from_=_AGENT, **fields)
+        elif kind == "message_delta":
+            self.stop_reason = (obj.get("delta") or {}).get("stop_reason") or self.stop_reason
+            usage = obj.get("usage") or {}
+            self.usage.update({k: v for k, v in usage.items() if v is not None})
+        elif kind == "message_stop":
+            self.is_done = True
+        elif kind == "error":
+            error = obj.get("error")
+            status = _ERROR_STATUS.get(str(error.get("type"))) if isinstance(error, dict) \
+                else None
+            raise error_from_payload("Anthropic", obj, raw, self.url, status_code=status)
+        if out and self.metadata is not None:
+            out.insert(0, self.metadata)
+            self.metadata = None
+        return out  # ping, and event types added to the API later, are ignored
+
+    def _start(self, index: Any, block: dict[str, Any], out: list[Any]) -> None:
+        run_id, kind = self.run_id, block.get("type")
+        if kind == "text" or (kind == "tool_use" and self.is_structured
+                              and block.get("name") == JSON_TOOL):
+            self.blocks[index] = state = _Block("text", f"text-{uuid.uuid4().hex[:12]}")
+            out.append(TextStart(id=state.id, run_id=run_id, from_=_AGENT))
+            if kind == "text" and block.get("text"):
+                out.append(TextDelta(id=state.id, text=block["text"], run_id=run_id,
+                                     from_=_AGENT))
+        elif kind == "thinking":
+            self.blocks[index] = state = _Block("thinking", f"reasoning-{uuid.uuid4().hex[:12]}")
+            out.append(ReasoningStart(id=state.id, run_id=run_id, from_=_AGENT))
+            if block.get("thinking"):
+                out.append(ReasoningDelta(id=state.id, text=block["thinking"], run_id=run_id,
+                                          from_=_AGENT))
+        elif kind == "redacted_thinking":
+            rid = f"reasoning-{uuid.uuid4().hex[:12]}"
+            meta = {"anthropic": {"redactedData": block.get("data")}}
+            out.append(ReasoningStart(id=rid, provider_metadata=meta, run_id=run_id,
+                                      from_=_AGENT))
+            out.append(ReasoningEnd(id=rid, provider_metadata=meta, run_id=run_id,
+                                    from_=_AGENT))
+        elif kind == "tool_use":
+            self.has_tool_calls = True
+            self.blocks[index] = state = _Block("tool", block.get("id") or
+                                                f"toolu-{uuid.uuid4().hex[:12]}",
+                                                block.get("name") or "")
+            out.append(ToolCallInputStreamingStart(tool_call_id=state.id, tool_name=state.name,
+                                                   run_id=run_id, from_=_AGENT))
+            if block.get("input"):  # a non-streamed input (some proxies send it whole)
+                state.args.append(json_text(block["input"]))
+                out.append(ToolCallDelta(tool_call_id=state.id, tool_name=state.name,
+                                         args_text_delta=state.args[-1], run_id=run_id,
+                                         from_=_AGENT))
+        # server tool blocks (web search...) are provider-executed and not modelled: skipped
+
+    def _delta(self, block: _Block, delta: dict[str, Any], out: list[Any]) -> None:
+        run_id, kind = self.run_id, delta.get("type")
+        if kind == "text_delta" or (kind == "input_json_delta" and block.kind == "text"):
+            text = delta.get("text") if kind == "text_delta" else delta.get("partial_json")
+            if text:
+                out.append(TextDelta(id=block.id, text=text, run_id=run_id, from_=_AGENT))
+        elif kind == "input_json_delta":
+            text = delta.get("partial_json")
+            if text:
+                block.args.append(text)
+                out.append(ToolCallDelta(tool_call_id=block.id, tool_name=block.name,
+                                         args_text_delta=text, run_id=run_id, from_=_AGENT))
+        elif kind == "thinking_delta":
+            if delta.get("thinking"):
+                out.append(ReasoningDelta(id=block.id, text=delta["thinking"], run_id=run_id,
+                                          from_=_AGENT))
+        elif kind == "signature_delta":
+            block.signature = (block.signature or "") + (delta.get("signature") or "")
+
+    def _stop(self, block: _Block, out: list[Any]) -> None:
+        run_id = self.run_id
+        if block.kind == "text":
+            out.append(TextEnd(id=block.id, run_id=run_id, from_=_AGENT))
+        elif block.kind == "thinking":
+            extra: dict[str, Any] = {}
+            if block.signature:
+                extra = {"signature": block.signature,
+                         "provider_metadata": {"anthropic": {"signature": block.signature}}}
+            out.append(ReasoningEnd(id=block.id, run_id=run_id, from_=_AGENT, **extra))
+        else:
+            text = "".join(block.args)
+            try:
+                args: Any = decode_json(text) if text.strip() else {}
+            except msgspec.DecodeError:
+                args = text  # passed on raw, like OpenAIChatModel (the tool reports it)
+            out.append(ToolCallInputStreamingEnd(tool_call_id=block.id, run_id=run_id,
+                                                 from_=_AGENT))
+            out.append(ToolCall(tool_call_id=block.id, tool_name=block.name, args=args,
+                                run_id=run_id, from_=_AGENT))
+
+    def finish(self) -> list[Any]:
+        u = self.usage
+        cache_read = u.get("cache_read_input_tokens") or 0
+        inp = u.get("input_tokens")
+        if isinstance(inp, int):
+            inp += cache_read + (u.get("cache_creation_input_tokens") or 0)
+        out = u.get("output_tokens")
+        usage = Usage(input_tokens=inp, output_tokens=out,
+                      total_tokens=inp + out if isinstance(inp, int) and isinstance(out, int)
+                      else None)
+        if cache_read:
+            usage.cached_input_tokens = cache_read
+        reason = _STOP_REASONS.get(self.stop_reason or "", "other")
+        if reason == "tool-calls" and not self.has_tool_calls:
+            reason = "stop"  # only the structured-output tool was called: that is the answer
+        result = StepResult(reason=reason)
+        if self.stop_reason is not None:
+            result.raw_reason = self.stop_reason
+        finish = Finish(payload=FinishPayload(step_result=result, output=StepOutput(usage=usage)),
+                        run_id=self.run_id, from_=_AGENT)
+        return [finish] if self.metadata is None else [self.metadata, finish]
+
+
+# --- the model -------------------------------------------------------------------------------------
+
+
+class AnthropicModel(HTTPModel):
+    """Anthropic's Messages API (streaming) as a streamkit model.
+
+    Args:
+        model_id: the Anthropic model name (``"claude-sonnet-4-5"``).
+        api_key: sent as ``x-api-key``; ``None`` reads ``ANTHROPIC_API_KEY`` at first use.
+            Required (a ``StreamkitError`` naming the variable) for ``api.anthropic.com``.
+        base_url: the API root, without ``/v1`` (``ANTHROPIC_BASE_URL``'s convention; a
+            trailing ``/v1`` is accepted too).
+        anthropic_version: the ``anthropic-version`` header.
+        client, timeout, max_retries, backoff, max_backoff, headers, sleep: as for
+            ``OpenAIChatModel``.
+
+    Extended thinking is a provider option:
+    ``provider_options={"anthropic": {"thinking": {"type": "enabled", "budget_tokens": 2048}}}``.
+
+    Example::
+
+        async with AnthropicModel("claude-sonnet-4-5") as model:
+            agent = Agent(id="a", instructions="Be brief.", model=model)
+            print((await agent.generate("Hi")).text)
+    """
+
+    provider = "anthropic"
+    label = "Anthropic"
+
+    def __init__(self, model_id: str, *, api_key: str | None = None,
+                 base_url: str = ANTHROPIC_BASE_URL, client: httpx.AsyncClient | None = None,
+                 timeout: float | httpx.Timeout | None = None, max_retries: int = 2,
+                 backoff: float = 0.5, max_backoff: float = 8.0,
+                 headers: Mapping[str, str] | None = None,
+                 sleep: Callable[[float], Awaitable[Any]] | None = None,
+                 anthropic_version: str = ANTHROPIC_VERSION) -> None:
+        super().__init__(model_id, base_url=base_url, api_key=api_key, client=client,
+                         timeout=timeout, max_retries=max_retries, backoff=backoff,
+                         max_backoff=max_backoff, headers=headers, sleep=sleep)
+        if self.base_url.endswith("/v1"):
+            self.base_url = self.base_url[:-3]
+        self.anthropic_version = anthropic_version
+
+    def _request_headers(self, settings: Mapping[str, Any]) -> dict[str, str]:
+        key = self.api_key if self.api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
+        if not key and self.base_url == ANTHROPIC_BASE_URL:
+            raise StreamkitError(
+                f"no Anthropic API key for model {self.model_id!r}: set the ANTHROPIC_API_KEY "
+                f"environment variable or pass api_key=", env_var="ANTHROPIC_API_KEY")
+        headers = {"content-type": "application/json", "accept": "text/event-stream",
+                   "anthropic-version": self.anthropic_version}
+        if key:
+            headers["x-api-key"] = key
+        headers.update(self._extra_headers(settings))
+        return headers
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+        """Stream one step for ``request`` (see ``streamkit.models._base``).
+
+        Raises:
+            StreamkitError: no API key for api.anthropic.com, or an invalid ``tool_choice``
+                (at once, before any network call).
+            MessageError: a prompt the Messages API cannot express (at once).
+            APICallError: while iterating, for every HTTP, network or stream failure.
+        """
+        headers = self._request_headers(request.model_settings)
+        body = build_anthropic_body(self.model_id, request)
+        url = f"{self.base_url}/v1/messages"
+        is_structured = request.structured_output is not None
+        return retrying(self._policy_for(request.model_settings),
+                        lambda: self._step(url, body, headers, request.run_id, is_structured))
+
+    async def _step(self, url: str, body: dict[str, Any], headers: dict[str, str], run_id: str,
+                    is_structured: bool) -> AsyncIterator[Any]:
+        state = _MessagesTranslator(run_id, url, is_structured=is_structured)
+        async for event in self._session.sse(url, body, headers):
+            data = event.data
+            if state.is_done or not data.strip():
+                continue
+            try:
+                obj = decode_json(data)
+            except msgspec.DecodeError as exc:
+                raise stream_error("Anthropic", f"an event is not valid JSON ({exc}): "
+                                   f"{data[:200]!r}", url, body=data) from exc
+            for chunk in state.feed(obj, data):
+                yield chunk
+        if not state.is_done:
+            raise stream_error("Anthropic", "the stream ended before message_stop", url)
+        for chunk in state.finish():
+            yield chunk
