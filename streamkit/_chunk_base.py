@@ -46,7 +46,7 @@ JSONObject = dict[str, Any]
 
 
 class PayloadBase(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True,
-                  repr_omit_defaults=True, kw_only=True):
+                  repr_omit_defaults=True, kw_only=True, gc=False):
     """Base class of every payload struct.
 
     Attributes:
@@ -215,6 +215,9 @@ class _RunKeywords(TypedDict, total=False):
     from_: str | UnsetType
 
 
+_struct_call = StructMeta.__call__
+
+
 class _ChunkMeta(StructMeta):
     """Metaclass of the chunk classes.
 
@@ -250,10 +253,15 @@ class _ChunkMeta(StructMeta):
         return cls
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        payload_cls = cls._payload_cls
-        if payload_cls is None or args or "payload" in kwargs:
+        if "payload" in kwargs or args:
             try:
-                return super().__call__(*args, **kwargs)
+                return _struct_call(cls, *args, **kwargs)
+            except TypeError as exc:
+                raise TypeError(cls._explain(exc, kwargs)) from None
+        payload_cls = cls._payload_cls
+        if payload_cls is None:
+            try:
+                return _struct_call(cls, **kwargs)
             except TypeError as exc:
                 raise TypeError(cls._explain(exc, kwargs)) from None
         payload_kwargs: dict[str, Any] = {}
@@ -269,7 +277,7 @@ class _ChunkMeta(StructMeta):
             payload = payload_cls(**payload_kwargs)
         except TypeError as exc:
             raise TypeError(f"{cls.__name__}(): {exc}") from None
-        return super().__call__(payload=payload, **envelope)
+        return _struct_call(cls, payload=payload, **envelope)
 
     def _explain(cls, exc: TypeError | None, kwargs: dict[str, Any]) -> str:
         valid = cls._payload_fields | cls._envelope_fields
@@ -288,7 +296,7 @@ class _ChunkMeta(StructMeta):
 
 
 class ChunkBase(msgspec.Struct, metaclass=_ChunkMeta, tag_field="type", kw_only=True,
-                forbid_unknown_fields=True, repr_omit_defaults=True):
+                forbid_unknown_fields=True, repr_omit_defaults=True, gc=False):
     """Base class of every chunk except ``DataChunk``.
 
     Attributes:

@@ -45,6 +45,7 @@ from ._chunk_base import (
     PayloadBase,
     _EnvelopeKeywords,
     _RunKeywords,
+    _struct_call,
     assign_extra_keys,
     split_extra_keys,
 )
@@ -109,7 +110,7 @@ from .errors import ChunkDecodeError
 __all__ = [
     # base classes and helpers
     "ChunkBase", "PayloadBase", "Chunk", "CHUNK_TYPES", "coerce_chunk",
-    "chunk_from_builtins",
+    "chunk_from_builtins", "Stamper",
     # model output
     "ResponseMetadata", "TextStart", "TextDelta", "TextEnd", "ReasoningStart", "ReasoningDelta",
     "ReasoningEnd", "ReasoningSignature", "RedactedReasoning", "ReasoningFile", "Source", "File",
@@ -401,7 +402,7 @@ class ObjectResult(ChunkBase, kw_only=True):
     object: Any = UNSET
 
 
-class DataChunk(msgspec.Struct, forbid_unknown_fields=True, repr_omit_defaults=True):
+class DataChunk(msgspec.Struct, forbid_unknown_fields=True, repr_omit_defaults=True, gc=False):
     """A custom data chunk (any ``data-*`` type): ``{"type", "data", "id"?, "transient"?}``.
 
     It has no envelope and no payload. ``transient=True`` chunks are streamed but never stored.
@@ -440,6 +441,42 @@ CHUNK_TYPES: dict[str, type[ChunkBase]] = {
 
 
 _PATH = re.compile(r" - at `(\$[^`]*)`$")
+
+
+_replace = msgspec.structs.replace
+
+
+class Stamper:
+    """Build many chunks of one class and one run fast — for model providers' hot loops.
+
+    The flattened constructor (``TextDelta(id=..., text=..., run_id=...)``) is pleasant but goes
+    through Python-level keyword handling (~1-3 µs). A stamper copies a prototype envelope and
+    sets only the payload (~0.1 µs): build the payload struct, stamp it.
+
+    Example:
+        >>> delta = Stamper(TextDelta, run_id="run-1")
+        >>> chunk = delta(TextDeltaPayload(id="t1", text="Hello"))
+        >>> (chunk.type, chunk.run_id, chunk.from_, chunk.payload.text)
+        ('text-delta', 'run-1', 'AGENT', 'Hello')
+    """
+
+    __slots__ = ("cls", "run_id", "from_", "_proto")
+
+    def __init__(self, cls: type[ChunkBase], *, run_id: str, from_: str = "AGENT") -> None:
+        if not (isinstance(cls, type) and issubclass(cls, ChunkBase)) or cls._payload_cls is None:
+            raise TypeError(f"Stamper needs a chunk class with a payload, got {cls!r}")
+        self.cls = cls
+        self.run_id = run_id
+        self.from_ = from_
+        self._proto: Any = None
+
+    def __call__(self, payload: Any) -> Any:
+        proto = self._proto
+        if proto is None:
+            # The prototype is never handed out, so nobody can mutate the envelope we copy.
+            proto = self._proto = _struct_call(self.cls, payload=payload, run_id=self.run_id,
+                                               from_=self.from_)
+        return _replace(proto, payload=payload)
 
 
 def coerce_chunk(value: Any) -> Chunk:
