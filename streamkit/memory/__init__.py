@@ -5,8 +5,8 @@ What belongs here: ``Memory`` (what to recall and what to store, the thread API)
 What does not: the agent loop — it calls exactly two methods (``docs/DESIGN.md``, "Agent ↔
 memory protocol"): ``await memory.recall(thread_id, resource_id)`` before ``process_input``
 (the result enters the ``MessageList`` with source ``memory``) and ``await
-memory.remember(thread_id, resource_id, message_list)`` in its ``finish`` node, after ``process_output_result``, only when
-the run was neither tripped nor failed. A ``MemoryStoreError`` from either fails the run:
+memory.remember(thread_id, resource_id, message_list)`` in its ``finish`` node, after
+``process_output_result``, only when the run was neither tripped nor failed. A ``MemoryStoreError`` from either fails the run:
 ``generate()`` raises it; a stream whose turn cannot be saved ends with an ``error`` chunk
 (a failed ``recall`` raises from the first ``async for`` step, before any chunk).
 
