@@ -2,13 +2,14 @@
 
 What belongs here: ``Memory`` (what to recall and what to store, the thread API), the
 ``MessageStore`` protocol and its ``Thread`` record, and ``SQLiteStore``, the embedded default.
-What does not: the agent loop — it calls exactly two methods (``docs/DESIGN.md``, "Agent ↔
+What does not: the agent loop. It calls exactly two methods (``docs/DESIGN.md``, "Agent ↔
 memory protocol"): ``await memory.recall(thread_id, resource_id)`` before ``process_input``
-(the result enters the ``MessageList`` with source ``memory``) and ``await
+(the result enters the ``MessageList`` with source ``memory``), and ``await
 memory.remember(thread_id, resource_id, message_list)`` in its ``finish`` node, after
-``process_output_result``, only when the run was neither tripped nor failed. A ``MemoryStoreError`` from either fails the run:
-``generate()`` raises it; a stream whose turn cannot be saved ends with an ``error`` chunk
-(a failed ``recall`` raises from the first ``async for`` step, before any chunk).
+``process_output_result``, only when the run was neither tripped nor failed. A
+``MemoryStoreError`` from either fails the run: ``generate()`` raises it; a stream whose turn
+cannot be saved ends with an ``error`` chunk (a failed ``recall`` raises from the first
+``async for`` step, before any chunk).
 
 Modules: ``_memory`` (``Memory``, the persistence rules), ``_store`` (``MessageStore``,
 ``Thread``, and how to write a PostgreSQL store), ``_sqlite`` (``SQLiteStore``: WAL, one
