@@ -592,3 +592,51 @@ class TestFailures:
             await task
         await stream.aclose()
         assert asyncgens.open() == []
+
+
+class TestModels:
+    async def test_reasoning_signature_goes_back_to_the_model(self) -> None:
+        from streamkit.chunks import (ReasoningDelta, ReasoningEnd, ReasoningStart, StepOutput,
+                                      StepResult as SR, Usage as U)
+        from streamkit.chunks import Finish, FinishPayload
+
+        class Thinking:
+            provider, model_id = "test", "thinking"
+
+            def __init__(self) -> None:
+                self.prompts: list[Any] = []
+
+            async def _step(self, request: Any) -> Any:
+                run = request.run_id
+                if not self.prompts[1:]:
+                    yield ReasoningStart(id="r1", run_id=run, from_="AGENT")
+                    yield ReasoningDelta(id="r1", text="hmm", run_id=run, from_="AGENT")
+                    yield ReasoningEnd(id="r1", signature="sig-123", run_id=run, from_="AGENT")
+                    async for c in ScriptedModel([tool_call("lookup", {"customer_id": "1"})]
+                                                 ).stream(request):
+                        yield c
+                else:
+                    yield Finish(payload=FinishPayload(step_result=SR(reason="stop"),
+                                                       output=StepOutput(usage=U())),
+                                 run_id=run, from_="AGENT")
+
+            def stream(self, request: Any) -> Any:
+                self.prompts.append(request.prompt)
+                return self._step(request)
+
+        model = Thinking()
+        await Agent(id="a", model=model, tools=[lookup]).generate("x")
+        assistant = model.prompts[1][-2]
+        assert assistant["role"] == "assistant"
+        assert {"type": "reasoning", "text": "hmm", "signature": "sig-123"} in assistant["content"]
+
+    def test_router_id_is_resolved_once_per_agent(self, monkeypatch: pytest.MonkeyPatch
+                                                  ) -> None:
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        agent = Agent(id="r", model="openai/gpt-4o-mini")  # no key needed until first use
+        assert agent.model.model_id == "gpt-4o-mini"
+        assert agent._config({}).model is agent.model is agent._config({}).model
+
+    async def test_bad_model(self) -> None:
+        with pytest.raises(StreamkitError, match="router id"):
+            Agent(id="r", model=42)

@@ -236,7 +236,8 @@ class Agent:
         self.name = name or id
         self.instructions = (instructions,) if isinstance(instructions, str) \
             else tuple(instructions)
-        self.model = model
+        # A router id is resolved once, so every call shares one model (and its HTTP client).
+        self.model = resolve_model(model) if model is not None else None
         self.tools = tools_by_name(tools)
         self.input_processors = input_processors
         self.output_processors = output_processors

@@ -12,7 +12,7 @@ import asyncio
 import json
 from typing import Any, AsyncIterator
 
-from ..chunks import (DataChunk, ErrorChunk, Finish, ObjectResult, ReasoningDelta,
+from ..chunks import (DataChunk, ErrorChunk, Finish, ObjectResult, ReasoningDelta, ReasoningEnd,
                       ResponseMetadata, Source, Start, StepFinish, StepStart, TextDelta, ToolCall,
                       ToolErrorChunk, ToolResult, TripwireChunk)
 from ..errors import APICallError, StreamkitError, ToolError
@@ -163,6 +163,7 @@ def _build_parts(step: StepState) -> list[Any]:
     reasons: dict[str, list[str]] = {}
     text_all: list[str] = []
     reasoning_all: list[str] = []
+    signatures: dict[str, str] = {}
     for c in step.chunks:
         cls = c.__class__
         if cls is TextDelta:
@@ -181,6 +182,10 @@ def _build_parts(step: StepState) -> list[Any]:
                 parts.append(("reasoning", key))
             buf.append(c.payload.text)
             reasoning_all.append(c.payload.text)
+        elif cls is ReasoningEnd:
+            sig = getattr(c.payload, "signature", None)
+            if isinstance(sig, str) and sig:
+                signatures[c.payload.id] = sig
         elif cls is ToolCall:
             p = c.payload
             parts.append(ToolInvocationPart.call(p.tool_call_id, p.tool_name, p.args))
@@ -206,7 +211,11 @@ def _build_parts(step: StepState) -> list[Any]:
                 built.append(TextPart(text="".join(texts[key])))
             else:
                 joined = "".join(reasons[key])
-                built.append(ReasoningPart(reasoning=joined, details=[ReasoningText(text=joined)]))
+                # The provider's signature must go back with the reasoning on the next step
+                # (Anthropic rejects unsigned thinking blocks next to tool use).
+                detail = ReasoningText(text=joined, signature=signatures[key]) \
+                    if key in signatures else ReasoningText(text=joined)
+                built.append(ReasoningPart(reasoning=joined, details=[detail]))
         else:
             built.append(part)
     return built

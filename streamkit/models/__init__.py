@@ -11,11 +11,22 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import StreamkitError
-from ._anthropic import AnthropicModel
 from ._base import Model, ModelRequest, ToolSpec
 from ._complete import complete
-from ._openai import OpenAIChatModel
 from ._scripted import FunctionModel, ScriptedModel, api_error, reasoning, text, tool_call
+
+_LAZY = {"OpenAIChatModel": "._openai", "AnthropicModel": "._anthropic"}
+
+
+def __getattr__(name: str) -> Any:
+    # The HTTP providers pull in httpx (~80 ms); import them when first used.
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["Model", "ModelRequest", "ToolSpec", "ScriptedModel", "FunctionModel", "text",
            "tool_call", "reasoning", "api_error", "resolve_model", "complete",
