@@ -21,9 +21,11 @@ Quick start::
 from . import chunks, errors, messages, ops, wire
 from .agent import Agent, AgentResult, AgentStream, Override, StepResult, TripwireInfo, Usage
 from .chunks import Chunk, DataChunk
-from .errors import (APICallError, ChunkDecodeError, MaxStepsExceeded, ProcessorDefinitionError,
-                     ProcessorError, ScriptExhausted, StreamkitError, ToolError)
+from .errors import (APICallError, ChunkDecodeError, MaxStepsExceeded, MemoryStoreError,
+                     ProcessorDefinitionError, ProcessorError, ScriptExhausted, StreamkitError,
+                     ToolError)
 from .graph import Graph
+from .memory import Memory, SQLiteStore
 from .messages import Message, MessageList, get_text
 from .processors import (ErrorProcessor, InputProcessor, OutputProcessor, Pipeline, Processor,
                          StepOverrides, TraceRecord, Violation)
@@ -39,13 +41,13 @@ __all__ = [
     # agent
     "Agent", "AgentResult", "AgentStream", "StepResult", "TripwireInfo", "Usage", "Override",
     "Graph",
-    # tools
-    "tool", "Tool",
+    # tools, memory
+    "tool", "Tool", "Memory", "SQLiteStore",
     # data
     "Chunk", "DataChunk", "Message", "MessageList", "get_text",
     # errors
     "StreamkitError", "ProcessorDefinitionError", "ProcessorError", "ChunkDecodeError",
-    "APICallError", "ToolError", "MaxStepsExceeded", "ScriptExhausted",
+    "APICallError", "ToolError", "MaxStepsExceeded", "ScriptExhausted", "MemoryStoreError",
     # modules
     "chunks", "wire", "messages", "ops", "errors",
     "__version__",

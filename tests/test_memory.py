@@ -571,9 +571,13 @@ class TestFailures:
             with pytest.raises(MemoryStoreError, match="file is not a database") as info:
                 await agent.generate("hi", thread_id=T, resource_id=U)
             assert info.value.thread_id == T and info.value.path == str(db)
+            # A stream ends with an error chunk; its result raises the same error.
+            stream = agent.stream("hi", thread_id=T, resource_id=U)
+            chunks = [c async for c in stream]
+            assert [c.type for c in chunks] == ["error"]
+            assert chunks[0].payload.error["name"] == "MemoryStoreError"
             with pytest.raises(MemoryStoreError, match="corrupted"):
-                async for _ in agent.stream("hi", thread_id=T, resource_id=U):
-                    pass
+                await stream.result()
             assert model.calls == 0
 
     async def test_a_path_that_cannot_be_opened_is_a_memory_store_error(

@@ -322,12 +322,8 @@ class Agent:
         for text in cfg.instructions:
             if text:
                 ml.add_system(text)
-        if cfg.memory is not None and cfg.thread_id is not None:
-            history = await cfg.memory.recall(cfg.thread_id, cfg.resource_id)
-            if history:
-                ml.add(history, "memory")
-        if messages is not None:
-            ml.add(messages, "input")
+        # Remembered history and the input are added by the graph's ``start`` node, so that a
+        # memory failure ends the run like any other error (an error chunk on a stream).
         direct: list[Any] = []
         routed: list[Any] = []
         st_holder: dict[str, RunState] = {}
@@ -343,7 +339,8 @@ class Agent:
         chain = StreamChain(cfg.output_specs, runtime, writer=direct_writer, message_list=ml)
         st = RunState(run_id=run_id, runtime=runtime, message_list=ml, chain=chain,
                       system_snapshot=ml.snapshot_system(), routed=routed, direct=direct,
-                      routed_writer=routed_writer, direct_writer=direct_writer)
+                      routed_writer=routed_writer, direct_writer=direct_writer,
+                      input_messages=messages)
         st_holder["st"] = st
         return st
 

@@ -90,7 +90,7 @@ def build_graph(cfg: RunConfig | None = None, *, title: str = "agent") -> Graph:
     ]
     e = Edge
     edges = [
-        e(START, "process_input"),
+        e(START, "process_input"), e(START, "fail", "error"),
         e("process_input", "process_input_step"), e("process_input", "abort", "tripwire"),
         e("process_input", "fail", "error"),
         e("process_input_step", "prepare_step"),

@@ -225,6 +225,14 @@ def _build_parts(step: StepState) -> list[Any]:
 
 
 async def start(cfg: RunConfig, st: RunState) -> str:
+    """Remembered history (source ``memory``), then the caller's input (source ``input``)."""
+    ml = st.message_list
+    if cfg.memory is not None and cfg.thread_id is not None:
+        history = await cfg.memory.recall(cfg.thread_id, cfg.resource_id)
+        if history:
+            ml.add(history, "memory")
+    if st.input_messages is not None:
+        ml.add(st.input_messages, "input")
     return "process_input"
 
 

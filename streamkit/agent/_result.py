@@ -117,6 +117,11 @@ class AgentResult:
 
         return result_html(self)
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        from ..display import result_text
+
+        printer.text("AgentResult(...)" if cycle else result_text(self))
+
 
 class AgentStream:
     """The live handle ``agent.stream()`` returns (see the module docstring).
@@ -186,6 +191,15 @@ class AgentStream:
         from ..ops import to_observable
 
         return to_observable(self)
+
+    async def show(self, **options: Any) -> AgentResult:
+        """Consume the stream while showing it live and return the ``AgentResult``: in Jupyter
+        one output updated in place (tripwires in red, retried steps withdrawn), elsewhere the
+        text printed as it arrives. ``options`` go to ``streamkit.display.live``."""
+        from ..display import live
+
+        result: AgentResult = await live(self, **options)
+        return result
 
     def _repr_html_(self) -> str:
         from ..display import stream_html

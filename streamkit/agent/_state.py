@@ -115,6 +115,7 @@ class RunState:
     finished: bool = False
     data_event: Any = None
     next_node: str = ""
+    input_messages: Any = None
     delivered: list[list[Any]] = field(default_factory=list)
 
     def delivered_text(self) -> str:
