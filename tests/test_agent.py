@@ -640,3 +640,13 @@ class TestModels:
     async def test_bad_model(self) -> None:
         with pytest.raises(StreamkitError, match="router id"):
             Agent(id="r", model=42)
+
+
+def test_processor_index_is_the_position_in_its_list() -> None:
+    a, b = Processor("a"), Processor("b")
+    a.process_input = lambda: None  # type: ignore[attr-defined]
+    b.process_input = lambda: None  # type: ignore[attr-defined]
+    Agent(id="i", model=ScriptedModel([]), input_processors=[a, b])
+    assert (a.processor_index, b.processor_index) == (0, 1)
+    assert (a.name, a.description, a.process_data_parts) == (None, None, False)
+    assert a.display_name == "a"
