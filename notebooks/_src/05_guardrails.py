@@ -1,0 +1,147 @@
+# %% [markdown]
+# # 05 · Guardrails
+#
+# Three kinds of guard, built from streamkit's processors and operators:
+#
+# * **redact** — rewrite the stream as it flows (here: e-mail addresses and card numbers, even
+#   when a match is split across chunks);
+# * **abort** — stop the run with a tripwire (here: an API key in the answer);
+# * **retry** — reject a step and let the model try again with feedback (here: no promises).
+#
+# Each is shown live: text as it arrives, tripwires in red, withdrawn text struck through.
+
+# %%
+import re
+
+from streamkit import Agent, Processor, display, ops
+from streamkit.chunks import TextDelta
+from streamkit.testing import ScriptedModel, text
+
+# %% [markdown]
+# ## Streamed redaction
+#
+# A regex cannot be applied chunk by chunk: `ada@exa` + `mple.com` only matches once joined.
+# `RegexRedactor` holds back the tail of the text that could still grow into a match (everything
+# after the last space), and releases it — redacted — when more text arrives, before any
+# non-text chunk, and at the end of the stream (`flush_output_stream`). `multi_emit = True`
+# lets its stream hook return several chunks (or none).
+
+
+# %%
+class RegexRedactor(Processor):
+    multi_emit = True
+
+    def __init__(self, pattern: str, replacement: str, *, id: str) -> None:
+        super().__init__(id)
+        self.pattern = re.compile(pattern)
+        self.replacement = replacement
+
+    def _delta(self, text: str, like: TextDelta) -> TextDelta:
+        return TextDelta(text=self.pattern.sub(self.replacement, text), id=like.payload.id,
+                         run_id=like.run_id, from_=like.from_)
+
+    def process_output_stream(self, part, state):
+        if part.type != "text-delta":
+            held = state.pop("held", None)
+            return part if held is None else [self._delta(*held), part]
+        text = state["held"][0] + part.payload.text if "held" in state else part.payload.text
+        cut = max(text.rfind(" "), text.rfind("\n"))
+        if cut <= 0:                                 # no boundary yet: keep holding
+            state["held"] = (text, part)
+            return []
+        state["held"] = (text[cut:], part)
+        return [self._delta(text[:cut], part)]
+
+    def flush_output_stream(self, state):
+        held = state.pop("held", None)
+        return [self._delta(*held)] if held else None
+
+
+EMAIL = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+CARD = r"\b\d{4}-\d{4}-\d{4}-\d{4}\b"
+redact = (RegexRedactor(EMAIL, "[email]", id="redact-email")
+          | RegexRedactor(CARD, "[card]", id="redact-card"))
+display.show_processors(redact)
+
+# %% [markdown]
+# Standalone first: the model's text arrives in 5-character pieces, so the address is split
+# across three chunks. Before and after:
+
+# %%
+model_text = "Write to ada@example.com, card 4111-1111-1111-1111 is on file."
+agent = Agent(id="raw", model=ScriptedModel([text(model_text, chunk_size=5)]))
+raw = await display.collect(agent.stream("contact?"))
+display.show_chunks([c for c in raw if c.type == "text-delta"], title="as the model sent it")
+
+# %%
+clean = await display.collect(raw, redact)
+display.show_chunks([c for c in clean if c.type == "text-delta"], title="after redaction")
+
+# %%
+clean.text
+
+# %% [markdown]
+# ## Abort: a tripwire
+#
+# `ops.abort` trips when its predicate holds. The stream ends with a `tripwire` chunk; the live
+# view shows the red box with the processor and the reason. Order matters: placed after the
+# redactors, which release whole words, the guard sees `sk-live-…` in one piece even when the
+# model split it across chunks.
+
+# %%
+no_keys = ops.abort(lambda c: c.type == "text-delta" and "sk-" in c.payload.text,
+                    "the answer contains an API key", id="no-api-keys")
+
+
+# %% [markdown]
+# ## Retry: reject a step, feed the reason back
+#
+# `NoPromises` looks at the whole step in `process_output_step` and asks for a retry. With
+# `max_processor_retries` set, the step is rolled back and re-run; the live view withdraws the
+# rejected text.
+
+
+# %%
+class NoPromises(Processor):
+    id = "no-promises"
+
+    def process_output_step(self, text, abort):
+        if re.search(r"\b(guarantee|promise)", text, re.I):
+            abort("Do not promise anything; say what is expected instead", retry=True)
+
+
+# %% [markdown]
+# ## All three guards on one agent
+
+# %%
+def support_agent(*answers: str) -> Agent:
+    return Agent(id="support", model=ScriptedModel([text(a, chunk_size=6) for a in answers]),
+                 output_processors=[redact, no_keys, NoPromises()], max_processor_retries=2)
+
+
+support_agent().graph()
+
+# %% [markdown]
+# Redaction while streaming:
+
+# %%
+result = await support_agent(model_text).stream("How do I reach you?").show()
+
+# %% [markdown]
+# An API key trips the wire — the run stops, nothing is accepted:
+
+# %%
+result = await support_agent("Use the key sk-live-51Hx2 to log in.").stream("Key?").show()
+
+# %%
+result
+
+# %% [markdown]
+# A promise is rejected and the step re-run:
+
+# %%
+result = await support_agent("We guarantee delivery by Friday.",
+                             "Delivery is expected by Friday.").stream("When?").show()
+
+# %%
+result
