@@ -429,3 +429,35 @@ async def test_timeline_keeps_one_band_for_several_tools() -> None:
 def test_all_is_honest() -> None:
     for name in display.__all__:
         assert hasattr(display, name), name
+
+
+def test_long_chunk_tables_elide_the_middle() -> None:
+    chunks = [TextDelta(text=str(i), id="t") for i in range(1000)]
+    html = display.chunks_html(chunks, max_rows=100)
+    assert html.count("<tr") == 1 + 100 + 1
+    assert "… 900 chunk(s) not shown …" in html and ">999<" in html and ">0<" in html
+    assert "1000 chunk(s)" in html
+
+
+async def test_live_closes_the_stream_when_the_display_fails() -> None:
+    closed: list[bool] = []
+
+    async def source() -> Any:
+        try:
+            for i in range(10):
+                yield TextDelta(text=str(i), id="t")
+        finally:
+            closed.append(True)
+
+    class BrokenHandle:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def update(self, obj: Any) -> None:
+            self.calls += 1
+            if self.calls == 3:
+                raise RuntimeError("display went away")
+
+    with pytest.raises(RuntimeError, match="display went away"):
+        await display.live(ops.apply(source(), []), handle=BrokenHandle(), min_interval=0)
+    assert closed == [True]

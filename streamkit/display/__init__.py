@@ -32,7 +32,7 @@ from typing import Any, Iterable, Sequence
 
 from ._charts import bar_chart_svg, trace_timeline_svg
 from ._graph import graph_svg
-from ._html import HTML, STYLE, esc
+from ._html import STYLE, HtmlBlock, esc
 from ._live import DisplayHandle, LiveView, live
 from ._tables import (ChunkTable, TraceView, chunk_row, chunks_html, collect, result_html,
                       result_text, show_processors, steps_html, trace_html, trace_text,
@@ -45,7 +45,7 @@ __all__ = [
     "TraceView", "show_trace", "trace_html", "trace_text", "trace_timeline_svg",
     "steps_html", "result_html", "result_text", "tripwire_html", "stream_html",
     "live", "LiveView", "DisplayHandle",
-    "bar_chart", "bar_chart_svg", "HTML",
+    "bar_chart", "bar_chart_svg", "HtmlBlock",
 ]
 
 
@@ -82,7 +82,7 @@ def show_trace(trace: Iterable[Any]) -> TraceView:
 
 
 def bar_chart(labels: Sequence[Any], values: Sequence[float], *, title: str = "",
-              unit: str = "", fmt: str = "{:,.0f}") -> HTML:
+              unit: str = "", fmt: str = "{:,.0f}") -> HtmlBlock:
     """A horizontal SVG bar chart, displayable in Jupyter (plain-text bars elsewhere).
 
     Example:
@@ -95,7 +95,7 @@ def bar_chart(labels: Sequence[Any], values: Sequence[float], *, title: str = ""
     text = "\n".join([title] * bool(title) + [
         f"{n.rjust(width)} | {'█' * max(1, round(30 * float(v) / peak))} {fmt.format(v)} {unit}"
         for n, v in zip(names, values)])
-    return HTML(f'<div class="sk-box">{svg}</div>', text)
+    return HtmlBlock(f'<div class="sk-box">{svg}</div>', text)
 
 
 def stream_html(stream: Any) -> str:

@@ -10,7 +10,7 @@ import html
 import json
 from typing import Any, Iterable, Sequence
 
-__all__ = ["HTML", "esc", "short", "fmt_value", "fmt_ms", "STYLE", "table_html", "text_table",
+__all__ = ["HtmlBlock", "esc", "short", "fmt_value", "fmt_ms", "STYLE", "table_html", "text_table",
            "badge", "is_unset", "attr"]
 
 #: Every HTML block carries this style sheet (scoped by ``sk-`` class names) so it renders the
@@ -58,7 +58,7 @@ STYLE = """<style>
 </style>"""
 
 
-class HTML:
+class HtmlBlock:
     """A ready-made HTML block with a plain-text fallback (what display helpers return)."""
 
     __slots__ = ("html", "text")

@@ -11,6 +11,7 @@ What does not belong here: the tables and charts of finished results (``_tables`
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from dataclasses import dataclass, field
@@ -274,7 +275,9 @@ async def live(stream: Any, *, handle: DisplayHandle | None = None, min_interval
                 last = now
     except BaseException as exc:
         view.close(exc)
-        _final(view, handle, out)
+        with contextlib.suppress(Exception):    # the display may be what failed
+            _final(view, handle, out)
+        await _close(stream)
         raise
     result_fn = getattr(stream, "result", None)
     if result_fn is None:
@@ -290,6 +293,17 @@ async def live(stream: Any, *, handle: DisplayHandle | None = None, min_interval
     view.close()
     _final(view, handle, out)
     return result
+
+
+async def _close(stream: Any) -> None:
+    """Close a stream we stopped reading because of an error (closes the model's stream too)."""
+    closer = getattr(stream, "aclose", None)
+    if closer is None:
+        return
+    try:
+        await closer()
+    except Exception:  # noqa: BLE001 - the original error is what the caller must see
+        pass
 
 
 def _final(view: LiveView, handle: DisplayHandle | None, out: TextIO) -> None:

@@ -10,7 +10,7 @@ import time
 from typing import Any, AsyncIterable, Iterable, Sequence
 
 from ._charts import trace_timeline_svg
-from ._html import (HTML, STYLE, attr, badge, esc, fmt_ms, fmt_value, short, table_html,
+from ._html import (STYLE, HtmlBlock, attr, badge, esc, fmt_ms, fmt_value, short, table_html,
                     text_table)
 
 __all__ = ["ChunkTable", "TraceView", "chunk_row", "chunks_html", "trace_html", "steps_html",
@@ -126,13 +126,23 @@ class ChunkTable(list):  # type: ignore[type-arg]
 
 
 def chunks_html(chunks: Sequence[Any], *, times: Sequence[float] | None = None,
-                title: str | None = None) -> str:
-    """An HTML table of ``chunks`` (with an arrival-time column when ``times`` is given)."""
-    table = chunks if isinstance(chunks, ChunkTable) else ChunkTable(chunks, times=times)
-    if times is not None:
-        table.times = list(times)
+                title: str | None = None, max_rows: int = 400) -> str:
+    """An HTML table of ``chunks`` (with an arrival-time column when ``times`` is given).
+
+    Past ``max_rows`` chunks, the middle of the table is elided (head and tail are shown)."""
+    table = chunks if isinstance(chunks, ChunkTable) and times is None \
+        else ChunkTable(chunks, times=times if times is not None
+                        else getattr(chunks, "times", None))
+    all_rows = table.rows()
+    tail = min(50, max_rows // 4)
+    hidden = len(all_rows) - max_rows if len(all_rows) > max_rows else 0
+    shown = all_rows[: max_rows - tail] + all_rows[len(all_rows) - tail:] if hidden else all_rows
     rows, classes = [], []
-    for r in table.rows():
+    for r in shown:
+        if hidden and r is all_rows[len(all_rows) - tail]:
+            rows.append(["", f'<span class="sk-muted">… {hidden} chunk(s) not shown …</span>',
+                         "", "", "", ""])
+            classes.append("")
         kind = _kind(r["type"])
         text = f"<code>{esc(short(r['text']))}</code>" if r["text"] else ""
         rows.append([r["#"], badge(r["type"], kind), text, esc(r["tool"]), esc(short(r["id"], 40)),
@@ -183,7 +193,7 @@ async def collect(source: Any, pipeline: Any = None, *, limit: int | None = None
 _PROC_HEADERS = ("#", "id", "class", "hooks", "flags")
 
 
-def show_processors(processors: Any) -> HTML:
+def show_processors(processors: Any) -> HtmlBlock:
     """Processors (a list, a ``Pipeline`` or one) as a table: id, class, each hook with the
     parameters it asks for (``async`` marked), and flags (data parts, multi-emit, flush,
     on_violation). Registration validates them, so a misspelled hook raises here too.
@@ -210,7 +220,7 @@ def show_processors(processors: Any) -> HTML:
             f"{table_html(_PROC_HEADERS, html_rows, numeric=(0,))}</div>")
     text = text_table(_PROC_HEADERS, [[*r[:3], r[3].replace(chr(10), "; "), r[4]]
                                       for r in rows], max_width=90)
-    return HTML(html, text)
+    return HtmlBlock(html, text)
 
 
 # ----------------------------------------------------------------------------- traces
