@@ -17,6 +17,7 @@ from ..chunks import (Finish, FinishPayload, ReasoningDelta, ReasoningEnd, Reaso
                       StepOutput, StepResult, TextDelta, TextEnd, TextStart, ToolCall,
                       ToolCallDelta, ToolCallInputStreamingEnd, ToolCallInputStreamingStart, Usage)
 from ..errors import APICallError, ScriptExhausted, StreamkitError
+from ..tokens import get_counter
 from ._base import ModelRequest
 
 __all__ = ["ScriptedModel", "FunctionModel", "text", "tool_call", "reasoning", "api_error",
@@ -93,17 +94,17 @@ def _split_words(content: str) -> list[str]:
     return out
 
 
-def _words(prompt: list[dict[str, Any]]) -> int:
-    total = 0
-    for msg in prompt:
-        c = msg.get("content")
-        if isinstance(c, str):
-            total += len(c.split())
-        elif isinstance(c, list):
-            for part in c:
-                t = part.get("text") if isinstance(part, dict) else None
-                total += len(t.split()) if isinstance(t, str) else 4
-    return total
+def _input_tokens(request: ModelRequest) -> int:
+    """What a provider would bill as input: the prompt's messages plus the tool schemas, counted
+    by ``streamkit.tokens`` (so processors that count tokens agree with the reported usage)."""
+    return get_counter().count_request(request.prompt, request.tools)
+
+
+def _output_tokens(texts: list[str], tool_calls: list[tuple[str, str]]) -> int:
+    """Tokens of the streamed text (text and reasoning) plus each tool call's name and args."""
+    counter = get_counter()
+    return counter.count_text("".join(texts)) + sum(
+        counter.count_text(name) + counter.count_text(args) for name, args in tool_calls)
 
 
 @dataclass(slots=True)
@@ -135,7 +136,8 @@ async def _emit_step(step: ScriptStep, request: ModelRequest) -> AsyncIterator[A
     parts = step if isinstance(step, (list, tuple)) else [step]
     run_id = request.run_id
     frm = "AGENT"
-    output_tokens = 0
+    streamed: list[str] = []
+    calls: list[tuple[str, str]] = []
     has_tools = False
     for part in parts:
         if isinstance(part, _APIError):
@@ -145,7 +147,7 @@ async def _emit_step(step: ScriptStep, request: ModelRequest) -> AsyncIterator[A
             rid = f"reasoning-{uuid.uuid4().hex[:8]}"
             yield ReasoningStart(id=rid, run_id=run_id, from_=frm)
             for piece in _split_words(part.text):
-                output_tokens += 1
+                streamed.append(piece)
                 yield ReasoningDelta(id=rid, text=piece, run_id=run_id, from_=frm)
             yield ReasoningEnd(id=rid, run_id=run_id, from_=frm)
         elif isinstance(part, _Text):
@@ -156,7 +158,7 @@ async def _emit_step(step: ScriptStep, request: ModelRequest) -> AsyncIterator[A
             else:
                 pieces = _split_words(part.text)
             for piece in pieces:
-                output_tokens += 1
+                streamed.append(piece)
                 yield TextDelta(id=tid, text=piece, run_id=run_id, from_=frm)
             yield TextEnd(id=tid, run_id=run_id, from_=frm)
         elif isinstance(part, _ToolCall):
@@ -168,14 +170,15 @@ async def _emit_step(step: ScriptStep, request: ModelRequest) -> AsyncIterator[A
             yield ToolCallDelta(tool_call_id=cid, tool_name=part.name, args_text_delta=args_json,
                                 run_id=run_id, from_=frm)
             yield ToolCallInputStreamingEnd(tool_call_id=cid, run_id=run_id, from_=frm)
-            output_tokens += max(1, len(args_json) // 4)
+            calls.append((part.name, args_json))
             yield ToolCall(tool_call_id=cid, tool_name=part.name, args=part.args,
                            run_id=run_id, from_=frm)
         else:
             raise StreamkitError(
                 f"unknown scripted step part {part!r}; expected text(...), tool_call(...), "
                 f"reasoning(...), api_error(...) or a list of them")
-    input_tokens = _words(request.prompt)
+    input_tokens = _input_tokens(request)
+    output_tokens = _output_tokens(streamed, calls)
     yield Finish(payload=FinishPayload(
         step_result=StepResult(reason="tool-calls" if has_tools else "stop"),
         output=StepOutput(usage=Usage(input_tokens=input_tokens, output_tokens=output_tokens,

@@ -1,0 +1,41 @@
+"""streamkit_operators — ready-made processors for streamkit agents.
+
+Mastra's built-in processors (``mastra-reference.md`` §10) with their options and strategies,
+Python-named, plus guards no peer library has. Everything here is built on streamkit's public
+API only (a test enforces it), so each processor doubles as an example of writing your own.
+
+Quick start::
+
+    from streamkit import Agent
+    from streamkit_operators import ResponseCache, TokenLimiter, UnicodeNormalizer
+
+    agent = Agent(id="support", model="openai/gpt-4o-mini",
+                  input_processors=[UnicodeNormalizer(), TokenLimiter(8_000), ResponseCache()])
+
+Model-backed processors take ``model=`` (a model object or router id) and ``error_strategy``:
+``"warn"`` fails open (log, let the content through), ``"strict"`` fails closed (abort).
+"""
+
+from __future__ import annotations
+
+# -- prompt hygiene, budgets, caching, structuring, provider quirks -------------------------
+from ._batch_parts import BatchParts
+from ._cost_guard import CostGuard, InMemoryUsageStore, Price, SQLiteUsageStore
+from ._prefill_error_handler import PrefillErrorHandler, is_prefill_error
+from ._response_cache import InMemoryCache, ResponseCache, SQLiteCache
+from ._structured_output import StructuredOutput
+from ._system_prompt_scrubber import SystemPromptScrubber
+from ._token_limiter import TokenLimiter
+from ._tool_call_filter import ToolCallFilter
+from ._unicode_normalizer import UnicodeNormalizer
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "__version__",
+    # -- prompt hygiene, budgets, caching, structuring, provider quirks
+    "UnicodeNormalizer", "SystemPromptScrubber", "TokenLimiter", "BatchParts",
+    "StructuredOutput", "ToolCallFilter", "CostGuard", "Price", "InMemoryUsageStore",
+    "SQLiteUsageStore", "ResponseCache", "InMemoryCache", "SQLiteCache",
+    "PrefillErrorHandler", "is_prefill_error",
+]
