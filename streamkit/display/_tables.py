@@ -73,7 +73,7 @@ def chunk_row(chunk: Any) -> dict[str, str]:
     return {"type": ctype, "text": text, "tool": tool, "id": ident}
 
 
-class ChunkTable(list):  # type: ignore[type-arg]
+class ChunkTable(list[Any]):
     """A list of chunks that shows itself as a table (type, text, tool, id, arrival time).
 
     It is a plain ``list`` otherwise: index it, iterate it, compare it. ``times`` holds each
@@ -255,7 +255,7 @@ def trace_text(trace: Sequence[Any]) -> str:
     return text_table(_TRACE_HEADERS, [_trace_cells(r) for r in trace])
 
 
-class TraceView(list):  # type: ignore[type-arg]
+class TraceView(list[Any]):
     """A list of ``TraceRecord``s that shows itself as a timeline and a table.
 
     Example:
