@@ -28,7 +28,7 @@ log = logging.getLogger("streamkit_operators")
 
 ERROR_STRATEGIES = ("warn", "strict")
 
-_FENCE = re.compile(r"^```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?```$", re.S)
+_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?```", re.S)
 
 
 class ModelAnswerError(ValueError):

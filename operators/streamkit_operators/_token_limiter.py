@@ -232,7 +232,9 @@ class TokenLimiter(Processor):
             text = json.dumps(msgspec.to_builtins(part.object), separators=(",", ":"))
         else:
             return part
-        counter = self._counter(state.get("model"))
+        counter = state.get("counter")
+        if counter is None:  # chosen once per request, not per chunk
+            counter = state["counter"] = self._counter(state.get("model"))
         n = counter.count_text(text)
         spent = state.get("tokens", 0) if self.count_mode == "cumulative" else 0
         total = spent + n
