@@ -18,7 +18,7 @@ Quick start::
     result = await agent.generate("Hi")
 """
 
-from . import chunks, errors, messages, ops, wire
+from . import chunks, errors, messages, ops, tokens, wire
 from .agent import Agent, AgentResult, AgentStream, Override, StepResult, TripwireInfo, Usage
 from .chunks import Chunk, DataChunk
 from .errors import (APICallError, ChunkDecodeError, MaxStepsExceeded, MemoryStoreError,
@@ -49,6 +49,6 @@ __all__ = [
     "StreamkitError", "ProcessorDefinitionError", "ProcessorError", "ChunkDecodeError",
     "APICallError", "ToolError", "MaxStepsExceeded", "ScriptExhausted", "MemoryStoreError",
     # modules
-    "chunks", "wire", "messages", "ops", "errors",
+    "chunks", "wire", "messages", "ops", "errors", "tokens",
     "__version__",
 ]

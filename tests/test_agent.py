@@ -650,3 +650,27 @@ def test_processor_index_is_the_position_in_its_list() -> None:
     assert (a.processor_index, b.processor_index) == (0, 1)
     assert (a.name, a.description, a.process_data_parts) == (None, None, False)
     assert a.display_name == "a"
+
+
+async def test_empty_active_tools_means_no_tools() -> None:
+    model = ScriptedModel([text("no tools")])
+    await Agent(id="t", model=model, tools=[lookup]).generate("x", active_tools=[])
+    assert model.requests[0].tools == []
+
+
+async def test_llm_response_gets_the_model_finish_and_object_from_a_processor() -> None:
+    from streamkit.chunks import ObjectResult
+
+    seen: list[str] = []
+
+    def emit_object(part: Any) -> Any:
+        if part.type == "text-end":
+            return [part, ObjectResult(object={"ok": True}, run_id=part.run_id, from_="AGENT")]
+        return part
+
+    agent = Agent(id="t", model=ScriptedModel([text("hi")]),
+                  input_processors=[P("r", process_llm_response=lambda chunks: seen.extend(
+                      c.type for c in chunks))],
+                  output_processors=[P("o", process_output_stream=emit_object, multi_emit=True)])
+    result = await agent.generate("x")
+    assert seen[-1] == "finish" and result.object == {"ok": True}

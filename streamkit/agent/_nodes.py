@@ -503,7 +503,12 @@ def _announce_retry(st: RunState, *, reason: str, processor_id: str | None) -> N
 async def process_llm_response(cfg: RunConfig, st: RunState) -> str:
     step = _step(st)
     args = _base_args(cfg, st)
-    args.update(chunks=list(step.chunks), warnings=[], request=step.request, raw_response=None,
+    # As in Mastra, the chunks end with the model's own finish (usage, reason), which the
+    # consumer never sees; a cache can store and replay it.
+    chunks = list(step.chunks)
+    if step.finish is not None:
+        chunks.append(step.finish)
+    args.update(chunks=chunks, warnings=[], request=step.request, raw_response=None,
                 from_cache=step.replay is not None)
     await run_llm_response(st.runtime, cfg.input_specs, args, step=st.step_number)
     return "process_output_step"
@@ -696,6 +701,12 @@ async def finish(cfg: RunConfig, st: RunState) -> str:
     if cfg.structured_output is not None:
         st.object = _parse_object(cfg, st.text)
         emit_direct(st, ObjectResult(object=st.object, run_id=st.run_id, from_=AGENT))
+    else:
+        # A processor (e.g. a structuring guard) may have produced the object itself.
+        for chunks in st.delivered:
+            for c in chunks:
+                if c.__class__ is ObjectResult:
+                    st.object = c.object
     if cfg.memory is not None and cfg.thread_id is not None:
         await cfg.memory.remember(cfg.thread_id, cfg.resource_id, st.message_list)
     payload = _step_end_payload("finish", st.finish_reason, False, st.text, [], st.usage,
