@@ -39,3 +39,24 @@ __all__ = [
     "SQLiteUsageStore", "ResponseCache", "InMemoryCache", "SQLiteCache",
     "PrefillErrorHandler", "is_prefill_error",
 ]
+
+# -- guards: PII, regex, moderation, injection, language, latency budgets ------------------
+# (this block is maintained with the guards: _redact, _holdback, _pii, _regex, _vault, _budget,
+#  _moderation, _injection, _language)
+from ._budget import Buffering, StreamGuard, WindowGuard, format_report, latency_report
+from ._holdback import HoldbackGuard, RedactingGuard
+from ._injection import INJECTION_TYPES, InjectionEvent, PromptInjectionDetector
+from ._language import LANGUAGES, LanguageDetector
+from ._moderation import MODERATION_CATEGORIES, ModerationProcessor
+from ._pii import PII_TYPES, PIIDetector, mask_value
+from ._redact import Detection, HoldbackScanner, Rule, find_all
+from ._regex import PRESETS, RegexFilter
+from ._vault import PlaceholderVault, RestorePlaceholders
+
+__all__ += [
+    "PIIDetector", "PII_TYPES", "mask_value", "RegexFilter", "PRESETS", "Rule", "Detection",
+    "find_all", "HoldbackScanner", "HoldbackGuard", "RedactingGuard", "PlaceholderVault",
+    "RestorePlaceholders", "ModerationProcessor", "MODERATION_CATEGORIES",
+    "PromptInjectionDetector", "InjectionEvent", "INJECTION_TYPES", "LanguageDetector",
+    "LANGUAGES", "Buffering", "StreamGuard", "WindowGuard", "latency_report", "format_report",
+]

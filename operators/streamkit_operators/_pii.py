@@ -1,0 +1,325 @@
+r"""``PIIDetector``: find personal data in the input, in tool results and in the streamed answer,
+and block, report, drop or redact it — in the stream without ever letting a split value through.
+
+Mastra's ``PIIDetector`` (id ``pii-detector``) asks a model for detections and uses regexes only
+in streaming; this one is local and deterministic everywhere: regex detectors with validators
+(Luhn for card numbers, ISO 7064 mod 97 for IBANs), so what is streamed, what is stored and what
+the model sees agree exactly. The types Mastra can find only with a model (``name``,
+``address``) are not offered; add ``custom_patterns`` for your own identifiers.
+
+What belongs here: the PII detectors, the masking rules, and the processor. What does not: the
+hold-back algorithm (``_redact``) and reversible placeholders (``_vault``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Any, Callable, Mapping, Sequence
+
+from streamkit import TripWire
+
+from ._holdback import RedactingGuard, notify
+from ._redact import Detection, Finding, Region, Rule, merge_regions, replace_regions
+from ._vault import PlaceholderVault
+
+__all__ = ["PIIDetector", "PII_TYPES", "pii_rules", "luhn_valid", "iban_valid", "mask_value"]
+
+log = logging.getLogger("streamkit_operators")
+
+
+def luhn_valid(text: str) -> bool:
+    """Whether the digits of ``text`` (13 to 19 of them) pass the Luhn checksum.
+
+    Example:
+        >>> luhn_valid("4111 1111 1111 1111"), luhn_valid("4111 1111 1111 1112")
+        (True, False)
+    """
+    digits = [int(c) for c in text if c.isdigit()]
+    if not 13 <= len(digits) <= 19:
+        return False
+    total = 0
+    for i, d in enumerate(reversed(digits)):
+        if i % 2:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+    return total % 10 == 0
+
+
+def iban_valid(text: str) -> bool:
+    """Whether ``text`` (spaces allowed) is an IBAN with a valid ISO 7064 mod-97 check.
+
+    Example:
+        >>> iban_valid("GB82 WEST 1234 5698 7654 32")
+        True
+    """
+    s = text.replace(" ", "")
+    if not 15 <= len(s) <= 34:
+        return False
+    moved = s[4:] + s[:4]
+    try:
+        return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
+    except ValueError:
+        return False
+
+
+_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+_HEX4 = r"[0-9A-Fa-f]{1,4}"
+
+#: The built-in detectors: type → (pattern, validator).
+_DETECTORS: dict[str, tuple[str, Callable[[str], bool] | None]] = {
+    "email": (r"[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}(?![A-Za-z0-9-])", None),
+    "phone": (r"(?<![\w+])(?:\+\d{1,3}(?:[ .-]?\d{1,4}){2,5}"
+              r"|(?:\(\d{3}\)[ ]?|\d{3}[ .-]?)\d{3}[ .-]?\d{4})(?!\d)", None),
+    "credit-card": (r"(?<![\w-])(?:\d[ -]?){12,18}\d(?!\w)", luhn_valid),
+    "ssn": (r"(?<!\d)(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?!\d)", None),
+    "api-key": (r"\b(?:(?:sk|pk|rk)[-_](?:live_|test_|proj-|ant-)?[A-Za-z0-9_-]{16,}"
+                r"|AKIA[0-9A-Z]{16}\b|gh[pousr]_[A-Za-z0-9]{36,}|xox[abprs]-[A-Za-z0-9-]{10,}"
+                r"|AIza[0-9A-Za-z_-]{35})", None),
+    "ip-address": (rf"(?<![\d.])(?:{_OCTET}\.){{3}}{_OCTET}(?!\.?\d)"
+                   rf"|(?<![:\w])(?:{_HEX4}:){{7}}{_HEX4}(?![:\w])"
+                   rf"|(?<![:\w])(?:{_HEX4}:){{1,6}}:(?:{_HEX4}(?::{_HEX4}){{0,5}})?(?![:\w])",
+                   None),
+    "url": (r"\bhttps?://[^\s<>\"'`]*[^\s<>\"'`.,;:!?)\]]", None),
+    "uuid": (r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
+             None),
+    "crypto-wallet": (r"\b(?:0x[a-fA-F0-9]{40}|bc1[a-z0-9]{25,59}"
+                      r"|[13][a-km-zA-HJ-NP-Z1-9]{25,34})\b", None),
+    "iban": (r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b", iban_valid),
+    "date-of-birth": (r"(?i:(?<=\b(?:dob|d\.o\.b\.|date of birth|birth ?date|born(?: on)?)"
+                      r"\s*[:\-]?\s*))(?:\d{1,2}[/.-]\d{1,2}[/.-](?:\d{4}|\d{2})|\d{4}-\d{2}-\d{2}"
+                      r"|(?i:\d{1,2} (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"
+                      r",? \d{4})|(?i:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"
+                      r" \d{1,2},? \d{4}))(?!\d)", None),
+}
+
+#: Every built-in detection type (the default ``detection_types``).
+PII_TYPES: tuple[str, ...] = tuple(_DETECTORS)
+_MODEL_ONLY = ("name", "address")
+STRATEGIES = ("redact", "block", "warn", "filter")
+METHODS = ("mask", "hash", "remove", "placeholder", "reversible")
+
+
+def pii_rules(types: Sequence[str] = PII_TYPES,
+              custom: Mapping[str, Any] | Sequence[Rule] | None = None) -> list[Rule]:
+    """The rules for ``types`` plus ``custom`` ones (``{"name": pattern}`` or ``Rule`` objects).
+
+    Raises:
+        ValueError: an unknown type, or a model-only type (``name``, ``address``).
+    """
+    rules = []
+    for kind in types:
+        if kind in _MODEL_ONLY:
+            raise ValueError(f"PII type {kind!r} needs a model to detect; this PIIDetector is "
+                             f"local — use {', '.join(PII_TYPES)} or custom_patterns")
+        if kind not in _DETECTORS:
+            raise ValueError(f"unknown PII type {kind!r}; known: {', '.join(PII_TYPES)}")
+        pattern, validate = _DETECTORS[kind]
+        rules.append(Rule(kind, pattern, validate=validate))
+    if isinstance(custom, Mapping):
+        rules.extend(Rule(name, pattern) for name, pattern in custom.items())
+    elif custom:
+        for rule in custom:
+            if not isinstance(rule, Rule):
+                raise ValueError(f"custom_patterns takes a {{name: pattern}} dict or Rule "
+                                 f"objects, got {type(rule).__name__}")
+            rules.append(rule)
+    return rules
+
+
+def _keep_last_digits(value: str, keep: int = 4) -> str:
+    total = sum(c.isdigit() for c in value)
+    out, seen = [], 0
+    for c in value:
+        if c.isdigit():
+            seen += 1
+            out.append(c if seen > total - keep else "*")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def _keep_ends(value: str, head: int = 1, tail: int = 1) -> str:
+    if len(value) <= head + tail:
+        return "*" * len(value)
+    return value[:head] + "*" * (len(value) - head - tail) + value[len(value) - tail:]
+
+
+def mask_value(kind: str, value: str, *, preserve_format: bool = True) -> str:
+    """Mastra's masking: emails keep the first/last character of the local part and the TLD;
+    phone, card and SSN numbers their last 4 digits; UUIDs their dashes; wallets their first and
+    last 4 characters; IBANs their country code and last 4; anything else its first and last
+    character. Without ``preserve_format``: up to 8 ``*``.
+
+    Example:
+        >>> mask_value("email", "john@example.com"), mask_value("credit-card", "4111 1111 1111 1111")
+        ('j**n@*******.com', '**** **** **** 1111')
+    """
+    if not preserve_format:
+        return "*" * min(len(value), 8)
+    if kind == "email" and "@" in value:
+        local, _, domain = value.partition("@")
+        host, dot, tld = domain.rpartition(".")
+        return f"{_keep_ends(local)}@{'*' * len(host)}{dot}{tld}"
+    if kind in ("phone", "credit-card", "ssn"):
+        return _keep_last_digits(value)
+    if kind == "uuid":
+        return "".join("*" if c != "-" else c for c in value)
+    if kind == "crypto-wallet":
+        return _keep_ends(value, 4, 4)
+    if kind == "iban":
+        compact = value.replace(" ", "")
+        kept = compact[:2] + "*" * (len(compact) - 6) + compact[-4:]
+        it = iter(kept)
+        return "".join(c if c == " " else next(it) for c in value)
+    return _keep_ends(value)
+
+
+class PIIDetector(RedactingGuard):
+    """Detect PII in input messages, tool results and the streamed answer.
+
+    Put it in ``input_processors`` for the user's messages (``process_input``) and in
+    ``output_processors`` for tool results (``process_tool_result``, through
+    ``message_list.update_tool_invocation``, so the model, the stored message and the
+    ``tool-result`` chunk all see the redacted result) and the streamed text
+    (``process_output_stream``: boundary-safe hold-back, see ``_redact``). The same object may sit
+    in both lists; it keeps one ``state`` per request.
+
+    Stored equals streamed: the agent stores the text the client received, which is the redacted
+    text, and redacting a whole text at once gives the same result as the stream at any chunk
+    split. There is no ``process_output_result`` hook: it could only make the stored answer
+    differ from the streamed one.
+
+    Args:
+        detection_types: which built-in types to find (default: all of ``PII_TYPES``).
+        strategy: ``"redact"`` (default), ``"block"`` (trip; ``retry=True`` lets the agent
+            re-run the step), ``"warn"`` (log the types, change nothing, hold nothing back), or
+            ``"filter"`` (drop an input message containing PII; in streamed text and tool
+            results, where there is no message to drop, remove the values).
+        redaction_method: ``"mask"`` (default, see ``mask_value``), ``"hash"``
+            (``[HASH:<8 hex of sha256>]``), ``"remove"``, ``"placeholder"`` (``[EMAIL]``), or
+            ``"reversible"`` (``<EMAIL_1>``, recorded in a ``PlaceholderVault`` so the client
+            can get its own values back at the edge — see ``RestorePlaceholders``).
+        preserve_format: for ``mask``: keep the shape (last 4 digits, TLD...); else up to 8 ``*``.
+        custom_patterns: extra detectors: ``{"employee-id": r"EMP-\\d{6}"}`` or ``Rule``s.
+        include_detections: add the (masked) detections to the tripwire metadata on block.
+        on_detection: ``callback(Detection)`` for every finding, raw value included (it runs
+            in your process); its exceptions are logged and ignored.
+        retry: with ``strategy="block"``, trip with ``retry=True`` from the stream and tool
+            results (the input has no step to retry).
+        max_hold: longest stretch of text held back while it could still become a match.
+        vault: the ``PlaceholderVault`` for ``reversible``; default ``request_context[vault_key]``
+            (created there when missing).
+        phase: ``"input"`` (only ``process_input``), ``"output"`` (tool results and the
+            stream) or ``"all"`` (default).
+        id: processor id (default ``"pii-detector"``).
+
+    Marble (redact, mask)::
+
+        --"card 4111 1111"--" 1111 1111."--|   PIIDetector()   --"card "--"**** **** **** 1111."--|
+
+    Example:
+        >>> pii = PIIDetector(detection_types=["email", "credit-card"])
+        >>> agent = Agent(id="support", model=model, input_processors=[pii],
+        ...               output_processors=[pii])
+    """
+
+    def __init__(self, *, detection_types: Sequence[str] | None = None,
+                 strategy: str = "redact", redaction_method: str = "mask",
+                 preserve_format: bool = True,
+                 custom_patterns: Mapping[str, Any] | Sequence[Rule] | None = None,
+                 include_detections: bool = False,
+                 on_detection: Callable[[Detection], Any] | None = None, retry: bool = False,
+                 max_hold: int = 1024, vault: PlaceholderVault | None = None,
+                 vault_key: str = "pii_vault", phase: str = "all",
+                 id: str = "pii-detector") -> None:
+        super().__init__(id, phase=phase)
+        if strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+        if redaction_method not in METHODS:
+            raise ValueError(f"redaction_method must be one of {METHODS}, got "
+                             f"{redaction_method!r}")
+        if on_detection is not None and not callable(on_detection):
+            raise TypeError("on_detection must be callable")
+        self.rules = pii_rules(PII_TYPES if detection_types is None else detection_types,
+                               custom_patterns)
+        if not self.rules:
+            raise ValueError("PIIDetector needs at least one detection type or custom pattern")
+        self.strategy = strategy
+        self.redaction_method = redaction_method
+        self.preserve_format = preserve_format
+        self.include_detections = include_detections
+        self.on_detection = on_detection
+        self.retry = retry
+        self.max_hold = max_hold
+        self.vault = vault
+        self.vault_key = vault_key
+        self.holds = strategy != "warn"
+
+    def __repr__(self) -> str:
+        return (f"PIIDetector(id={self.id!r}, strategy={self.strategy!r}, "
+                f"method={self.redaction_method!r}, types={[r.name for r in self.rules]})")
+
+    # -- findings --------------------------------------------------------------------------
+
+    def _apply(self, text: str, findings: list[Finding], source: str, state: dict[str, Any],
+               request_context: Any, offset: int = 0) -> str:
+        regions = merge_regions(findings)
+        strategy = self.strategy
+        state.setdefault("detections", []).extend(
+            {"type": r.owner.rule.name, "source": source, "start": r.start, "end": r.end}
+            for r in regions)
+        notify(self.on_detection, [Detection(self.id, f.rule.name, f.text, f.start, f.end,
+                                             source, strategy) for f in findings])
+        types = sorted({r.owner.rule.name for r in regions})
+        if strategy == "block":
+            where = {"input": "input", "stream": "streamed output",
+                     "tool-result": "tool result"}[source]
+            metadata: dict[str, Any] = {"processorId": self.id, "types": types,
+                                        "count": len(regions), "source": source}
+            if self.include_detections:
+                metadata["detections"] = [
+                    {"type": r.owner.rule.name, "start": r.start, "end": r.end,
+                     "masked": mask_value(r.owner.rule.name, r.owner.text)} for r in regions]
+            raise TripWire(f"PII detected in {where}. Types: {', '.join(types)}",
+                           retry=self.retry and source != "input", metadata=metadata)
+        if strategy == "warn":
+            log.warning("%s: PII in %s (types: %s); strategy='warn' leaves it in place",
+                        self.id, source, ", ".join(types))
+            return text
+        method = "remove" if strategy == "filter" else self.redaction_method
+        return replace_regions(text, regions, self._replacer(method, source, state,
+                                                             request_context), offset)
+
+    def _replacer(self, method: str, source: str, state: dict[str, Any], request_context: Any
+                  ) -> Callable[[Region, str], str]:
+        if method == "remove":
+            return lambda region, text: ""
+        if method == "hash":
+            return lambda region, text: \
+                f"[HASH:{hashlib.sha256(text.encode()).hexdigest()[:8]}]"
+        if method == "placeholder":
+            return lambda region, text: \
+                f"[{region.owner.rule.name.upper().replace('-', '_')}]"
+        if method == "reversible":
+            vault = self._vault(state, request_context)
+            return lambda region, text: vault.placeholder(text, region.owner.rule.name,
+                                                          origin=source)
+        preserve = self.preserve_format
+
+        def mask(region: Region, text: str) -> str:
+            if len(region.findings) == 1:
+                return mask_value(region.owner.rule.name, text, preserve_format=preserve)
+            return _keep_ends(text) if preserve else "*" * min(len(text), 8)
+        return mask
+
+    def _vault(self, state: dict[str, Any], request_context: Any) -> PlaceholderVault:
+        if self.vault is not None:
+            return self.vault
+        vault = state.get("vault")
+        if vault is None:
+            vault = state["vault"] = PlaceholderVault.for_request(request_context,
+                                                                  self.vault_key)
+        return vault  # type: ignore[no-any-return]

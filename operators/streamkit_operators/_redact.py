@@ -1,0 +1,371 @@
+r"""Boundary-safe redaction: rules, findings, and the hold-back scanner.
+
+What belongs here: finding rule matches in text (at once, or incrementally as a stream grows),
+merging overlapping findings, replacing them. What does not: the stream processors built on the
+scanner (``_holdback``), which patterns detect PII (``_pii``), what a regex rule set does with
+its findings (``_regex``), placeholder vaults (``_vault``).
+
+How the hold-back works
+-----------------------
+Streamed text arrives in deltas. After each delta the scanner finds the longest prefix of the
+text it holds that is *final* — no continuation of the stream can change which matches lie in
+it — commits that prefix (the guard redacts and emits it) and keeps the rest. For every rule it
+scans the held text with the ``regex`` module's partial matching (with up to ``lookbehind``
+already-emitted characters before it as context, so ``\b`` and look-behinds see the real left
+neighbour) and holds from the earliest position where
+
+1. a **partial match** starts: the text from there to the end is a prefix of some match;
+2. a complete match **ends at the end** of the text: more text could extend it (``\d+``) or undo
+   it (a trailing ``\b`` or ``(?!\d)``);
+3. a complete match starts where a **longer match** could also start: the text from there to the
+   end is a prefix of a full match of the rule (``abc|a`` on ``"x ab"``: ``"a"`` matches, but
+   ``"abc"`` may follow), tested with ``fullmatch(partial=True)`` (this test also covers case 2;
+   case 2 is checked first because it is cheaper);
+
+then lowers the hold point to the start of any match that would straddle it, so no match is
+ever cut. Everything before the hold point is final, because a regex attempt that never read up
+to the end of the text gives the same answer whatever follows. So the streamed result equals the
+result of scanning the whole text at once, which the tests check at every split point.
+
+What is held is therefore the shortest tail that could still become a match: for an email rule
+the trailing word (``"ada"`` may yet become ``"ada@example.com"``), for a card number the
+trailing run of digits and separators, for text ending in a space nothing at all.
+
+Bounds: a held stretch longer than ``max_hold`` characters is committed anyway (latency and
+memory stay bounded; a single match longer than ``max_hold`` may then be cut); look-behinds see
+at most ``lookbehind`` characters of already emitted text; and a *negative* look-ahead that
+reads past the end of its own match (``a(?!.*z)``) can be undone by text that arrives later —
+keep look-aheads to the characters right after a match (``(?!\d)``, ``\b``), as the built-in
+rules do.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, NamedTuple, Sequence
+
+import regex
+
+
+__all__ = ["Rule", "Finding", "Region", "Detection", "Commit", "HoldbackScanner", "compile_pattern", "find_all", "merge_regions", "replace_regions",
+           "map_strings"]
+
+_RE_FLAGS = ((re.IGNORECASE, regex.IGNORECASE), (re.MULTILINE, regex.MULTILINE),
+             (re.DOTALL, regex.DOTALL), (re.VERBOSE, regex.VERBOSE), (re.ASCII, regex.ASCII))
+
+
+def compile_pattern(pattern: Any, flags: int = 0) -> Any:
+    r"""A ``regex`` pattern from a string, an ``re.Pattern`` or a ``regex`` pattern.
+
+    Raises:
+        ValueError: the pattern does not compile, or it matches the empty string (a rule that
+            matches nothing would "match" everywhere).
+
+    Example:
+        >>> compile_pattern(re.compile(r"ticket-\d+", re.I)).match("TICKET-7").group()
+        'TICKET-7'
+    """
+    if isinstance(pattern, re.Pattern):
+        flags |= sum(rx for py, rx in _RE_FLAGS if pattern.flags & py)
+        pattern = pattern.pattern
+    if isinstance(pattern, regex.Pattern):
+        compiled = pattern if not flags else regex.compile(pattern.pattern, pattern.flags | flags)
+    elif isinstance(pattern, str):
+        try:
+            compiled = regex.compile(pattern, flags)
+        except regex.error as exc:
+            raise ValueError(f"invalid pattern {pattern!r}: {exc}") from exc
+    else:
+        raise ValueError(f"a pattern must be a str or a compiled regex, got "
+                         f"{type(pattern).__name__}")
+    if compiled.fullmatch("") is not None:
+        raise ValueError(f"pattern {compiled.pattern!r} matches the empty string; a rule must "
+                         f"match at least one character")
+    return compiled
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    r"""One thing to find: a name, a pattern, an optional validator and replacement.
+
+    Attributes:
+        name: the rule's name (a PII type such as ``"email"``, or a RegexFilter rule name).
+        pattern: a string, ``re`` or ``regex`` pattern; stored compiled with ``regex``.
+        replacement: what a redacting guard writes instead of a match: a template (``\1``,
+            ``\g<name>``; JavaScript's ``$1``/``$<name>`` are accepted too) or a function of the
+            match. ``None`` leaves the choice to the guard.
+        validate: a check on the matched text (a Luhn checksum); a match failing it is not a
+            finding.
+
+    Example:
+        >>> Rule("ticket", r"TCK-\d{6}", replacement="[TICKET]").name
+        'ticket'
+    """
+
+    name: str
+    pattern: Any
+    replacement: str | Callable[[Any], str] | None = None
+    validate: Callable[[str], bool] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"a rule needs a non-empty name, got {self.name!r}")
+        object.__setattr__(self, "pattern", compile_pattern(self.pattern))
+        if isinstance(self.replacement, str):
+            object.__setattr__(self, "replacement", _js_template(self.replacement))
+
+    def expand(self, match: Any) -> str | None:
+        """The replacement for ``match``, or ``None`` when the rule has none."""
+        rep = self.replacement
+        if rep is None:
+            return None
+        if callable(rep):
+            return str(rep(match))
+        return str(match.expand(rep))
+
+
+def _js_template(template: str) -> str:
+    # Mastra rules use JavaScript's ``$1``/``$<name>``; Python's expand wants ``\g<1>``.
+    return re.sub(r"\$(\d+|<\w+>)", lambda m: "\\g" + (m.group(1) if m.group(1)[0] == "<"
+                                                      else f"<{m.group(1)}>"), template)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One validated match: ``rule``, ``start``/``end`` offsets in the text it was found in (for a
+    stream: in the whole streamed text), the matched ``text``, and the regex ``match``."""
+
+    rule: Rule
+    start: int
+    end: int
+    text: str
+    match: Any = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """Overlapping findings unioned into one span; ``owner`` (the longest finding, the first on
+    a tie) decides how the span is replaced."""
+
+    start: int
+    end: int
+    owner: Finding
+    findings: tuple[Finding, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Detection:
+    """What ``on_detection`` callbacks receive, one per finding.
+
+    Attributes:
+        processor_id: the guard.
+        type: the rule name / PII type.
+        value: the detected text (present only where the guard is configured to expose it).
+        start: offset in the text (for ``source="stream"``: in the step's streamed text).
+        end: end offset.
+        source: ``"input"``, ``"stream"`` or ``"tool-result"``.
+        strategy: the strategy applied.
+    """
+
+    processor_id: str
+    type: str
+    value: str | None
+    start: int
+    end: int
+    source: str
+    strategy: str
+
+
+class Commit(NamedTuple):
+    """What a scanner released: the original ``text``, where it starts in the whole streamed
+    text (``start``), and the findings that lie in it (offsets in the whole text)."""
+
+    text: str
+    start: int
+    findings: list[Finding]
+
+
+def find_all(rules: Sequence[Rule], text: str) -> list[Finding]:
+    r"""Every validated match of every rule in ``text`` (each rule scanned on its own, leftmost
+    first and non-overlapping as ``finditer`` does), sorted by start.
+
+    Example:
+        >>> [f.text for f in find_all([Rule("n", r"\d+")], "a 12 b 345")]
+        ['12', '345']
+    """
+    out: list[Finding] = []
+    for rule in rules:
+        validate = rule.validate
+        for m in rule.pattern.finditer(text):
+            s, e = m.span()
+            if e > s and (validate is None or validate(m.group())):
+                out.append(Finding(rule, s, e, m.group(), m))
+    out.sort(key=lambda f: (f.start, -f.end))
+    return out
+
+
+def merge_regions(findings: Iterable[Finding]) -> list[Region]:
+    """Union overlapping findings; the longest finding of a group owns it.
+
+    Example:
+        >>> a, b = find_all([Rule("x", r"abc"), Rule("y", r"bcde")], "abcde")
+        >>> [(r.start, r.end, r.owner.rule.name) for r in merge_regions([a, b])]
+        [(0, 5, 'y')]
+    """
+    regions: list[Region] = []
+    group: list[Finding] = []
+    end = -1
+    for f in sorted(findings, key=lambda f: (f.start, -f.end)):
+        if group and f.start < end:
+            group.append(f)
+            end = max(end, f.end)
+            continue
+        if group:
+            regions.append(_region(group, end))
+        group, end = [f], f.end
+    if group:
+        regions.append(_region(group, end))
+    return regions
+
+
+def _region(group: list[Finding], end: int) -> Region:
+    owner = max(group, key=lambda f: f.end - f.start)  # max keeps the first on a tie
+    return Region(group[0].start, end, owner, tuple(group))
+
+
+def replace_regions(text: str, regions: Sequence[Region], replace: Callable[[Region, str], str],
+                    offset: int = 0) -> str:
+    """``text`` with each region replaced by ``replace(region, original_span_text)``; region
+    offsets are shifted by ``-offset`` (a stream commit starts at ``offset``)."""
+    if not regions:
+        return text
+    out: list[str] = []
+    pos = 0
+    for r in regions:
+        s, e = r.start - offset, r.end - offset
+        out.append(text[pos:s])
+        out.append(replace(r, text[s:e]))
+        pos = e
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def map_strings(value: Any, fn: Callable[[str], str]) -> Any:
+    """``value`` with ``fn`` applied to every string inside it (dict values, list and tuple items,
+    nested); other values are kept. Used to redact tool results."""
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, dict):
+        return {k: map_strings(v, fn) for k, v in value.items()}
+    if isinstance(value, list):
+        return [map_strings(v, fn) for v in value]
+    if isinstance(value, tuple):
+        return tuple(map_strings(v, fn) for v in value)
+    return value
+
+
+class HoldbackScanner:
+    r"""Incremental, boundary-safe scanning of a growing text (see the module docstring).
+
+    ``feed(delta)`` returns the ``Commit`` that became final; ``finish()`` commits the rest.
+    Concatenating the committed texts gives back the fed text exactly, and the findings are
+    exactly ``find_all(rules, whole_text)`` (for matches up to ``max_hold`` characters).
+
+    Example:
+        >>> s = HoldbackScanner([Rule("card", r"\d{4} \d{4}")])
+        >>> s.feed("pay 1234"), s.held
+        (Commit(text='pay ', start=0, findings=[]), '1234')
+        >>> [f.text for f in s.feed(" 5678 now").findings]
+        ['1234 5678']
+    """
+
+    __slots__ = ("rules", "max_hold", "lookbehind", "_ctx", "_buf", "_offset")
+
+    def __init__(self, rules: Sequence[Rule], *, max_hold: int = 1024, lookbehind: int = 64
+                 ) -> None:
+        if max_hold < 1:
+            raise ValueError(f"max_hold must be >= 1 character, got {max_hold}")
+        self.rules = tuple(rules)
+        self.max_hold = max_hold
+        self.lookbehind = lookbehind
+        self._ctx = ""
+        self._buf = ""
+        self._offset = 0
+
+    @property
+    def held(self) -> str:
+        """The text not yet committed."""
+        return self._buf
+
+    def feed(self, text: str) -> Commit:
+        """Add ``text``; commit what can no longer change."""
+        self._buf += text
+        return self._commit(final=False)
+
+    def finish(self) -> Commit:
+        """The text ended: commit everything held."""
+        return self._commit(final=True)
+
+    def _commit(self, *, final: bool) -> Commit:
+        buf = self._buf
+        start = self._offset
+        if not buf:
+            return Commit("", start, [])
+        ctx = self._ctx
+        s = ctx + buf
+        base, n = len(ctx), len(s)
+        hold, found = (n, _complete(self.rules, s, base, n)) if final \
+            else _hold_point(self.rules, s, base, n)
+        if n - hold > self.max_hold:
+            # Bounded latency: commit all but the last max_hold characters, scanning that part
+            # as if the text ended there.
+            hold = n - self.max_hold
+            found = _complete(self.rules, s, base, hold)
+        committed = s[base:hold]
+        findings = [Finding(rule, start + m.start() - base, start + m.end() - base, m.group(), m)
+                    for m, rule in found
+                    if rule.validate is None or rule.validate(m.group())]
+        findings.sort(key=lambda f: (f.start, -f.end))
+        self._buf = s[hold:]
+        self._ctx = (ctx + committed)[-self.lookbehind:] if self.lookbehind else ""
+        self._offset = start + len(committed)
+        return Commit(committed, start, findings)
+
+
+def _complete(rules: Sequence[Rule], s: str, base: int, end: int) -> list[tuple[Any, Rule]]:
+    found = []
+    for rule in rules:
+        for m in rule.pattern.finditer(s, base, end):
+            if m.end() > m.start():
+                found.append((m, rule))
+    return found
+
+
+def _hold_point(rules: Sequence[Rule], s: str, base: int, n: int
+                ) -> tuple[int, list[tuple[Any, Rule]]]:
+    """The first position of ``s`` (from ``base``) that more text could still change, and the
+    complete matches before it."""
+    hold = n
+    found: list[tuple[Any, Rule]] = []
+    for rule in rules:
+        pattern = rule.pattern
+        for m in pattern.finditer(s, base, partial=True):
+            st, en = m.span()
+            if m.partial or en == n:
+                if st < hold:  # a zero-width partial at the very end holds nothing
+                    hold = st
+                break
+            if en == st:
+                continue
+            if pattern.fullmatch(s, st, partial=True) is not None:
+                hold = min(hold, st)
+                break
+            found.append((m, rule))
+    moved = True
+    while moved:  # never cut a match in two
+        moved = False
+        for m, _ in found:
+            if m.start() < hold < m.end():
+                hold, moved = m.start(), True
+    return hold, [(m, r) for m, r in found if m.end() <= hold]
