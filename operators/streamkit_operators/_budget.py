@@ -180,10 +180,10 @@ class WindowGuard(Processor):
     the window passes, or a reason (``str``, or ``True`` for a default one) when it violates;
     it may raise to signal that the check itself failed (``error_strategy`` decides).
 
-    A verdict may also be a dict ``{"reason": str, "metadata": dict}`` (the metadata goes into the
-    tripwire). On a violation, ``strategy`` ``"block"`` trips (``retry=True``: the agent re-runs the step
-    with the reason as feedback and the client gets ``data-step-retry``), ``"filter"`` drops the
-    window's text, ``"warn"`` logs and releases it. Non-text chunks release what is held first,
+    A verdict may also be a dict ``{"reason": str, "metadata": dict}`` (the metadata goes into
+    the tripwire). On a violation, ``strategy`` ``"block"`` trips (``retry=True``: the agent
+    re-runs the step with the reason as feedback and the client gets ``data-step-retry``),
+    ``"filter"`` drops the window's text, ``"warn"`` logs and releases it. Non-text chunks release what is held first,
     in order; ``step-start`` discards what a retried attempt left held.
     """
 

@@ -27,9 +27,10 @@ log = logging.getLogger("streamkit_operators")
 class _Run:
     """One text part being streamed through a guard: its id, envelope and scanner."""
 
-    __slots__ = ("id", "run_id", "from_", "payload_cls", "scanner")
+    __slots__ = ("id", "run_id", "from_", "payload_cls", "scanner", "pending")
 
     def __init__(self, part: Any, scanner: HoldbackScanner) -> None:
+        self.pending = ""
         self.id = part.payload.id
         self.run_id = part.run_id
         self.from_ = part.from_
@@ -127,6 +128,12 @@ class HoldbackGuard(Processor):
             return part if out is None else [*out, part]
         text = self.on_commit(commit, state, request_context) if commit.findings \
             else commit.text
+        if run.scanner.held and text.isspace():
+            # Whitespace alone, while a word is held, waits for that word: no chunk of " ".
+            run.pending += text
+            text = ""
+        elif run.pending and text:
+            text, run.pending = run.pending + text, ""
         if out is None:
             if text == delta and not run.scanner.held:
                 return part  # nothing held before or after, nothing found: pass it as is
@@ -141,8 +148,8 @@ class HoldbackGuard(Processor):
             if commit.findings:
                 self.on_commit(commit, state, request_context)
             return []
-        text = self.on_commit(commit, state, request_context) if commit.findings \
-            else commit.text
+        text = run.pending + (self.on_commit(commit, state, request_context)
+                              if commit.findings else commit.text)
         return [run.chunk(text)] if text else []
 
 

@@ -152,7 +152,7 @@ class ModerationProcessor(WindowGuard):
                 continue
             try:
                 result = await self.moderate(text)
-            except Exception as exc:  # noqa: BLE001 - error_strategy decides; TripWire is not raised here
+            except Exception as exc:  # noqa: BLE001 - error_strategy decides
                 state.setdefault("errors", []).append(f"{type(exc).__name__}: {exc}")
                 on_check_failure(self.failure_name, exc, self.error_strategy, abort)
                 kept.append(message)

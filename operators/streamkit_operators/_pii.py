@@ -67,6 +67,7 @@ def iban_valid(text: str) -> bool:
 
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _HEX4 = r"[0-9A-Fa-f]{1,4}"
+_MONTHS = "jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec"
 
 #: The built-in detectors: type → (pattern, validator).
 _DETECTORS: dict[str, tuple[str, Callable[[str], bool] | None]] = {
@@ -78,21 +79,21 @@ _DETECTORS: dict[str, tuple[str, Callable[[str], bool] | None]] = {
     "api-key": (r"\b(?:(?:sk|pk|rk)[-_](?:live_|test_|proj-|ant-)?[A-Za-z0-9_-]{16,}"
                 r"|AKIA[0-9A-Z]{16}\b|gh[pousr]_[A-Za-z0-9]{36,}|xox[abprs]-[A-Za-z0-9-]{10,}"
                 r"|AIza[0-9A-Za-z_-]{35})", None),
-    "ip-address": (rf"(?<![\d.])(?:{_OCTET}\.){{3}}{_OCTET}(?!\.?\d)"
-                   rf"|(?<![:\w])(?:{_HEX4}:){{7}}{_HEX4}(?![:\w])"
-                   rf"|(?<![:\w])(?:{_HEX4}:){{1,6}}:(?:{_HEX4}(?::{_HEX4}){{0,5}})?(?![:\w])",
-                   None),
+    # The look-aheads up front reject most positions before the costlier look-behinds run.
+    "ip-address": (rf"(?=\d)(?<![\d.])(?:{_OCTET}\.){{3}}{_OCTET}(?!\.?\d)"
+                   rf"|(?<![:\w])(?=[0-9A-Fa-f]{{0,4}}:)(?:(?:{_HEX4}:){{7}}{_HEX4}"
+                   rf"|(?:{_HEX4}:){{1,6}}:(?:{_HEX4}(?::{_HEX4}){{0,5}})?)(?![:\w])", None),
     "url": (r"\bhttps?://[^\s<>\"'`]*[^\s<>\"'`.,;:!?)\]]", None),
     "uuid": (r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
              None),
     "crypto-wallet": (r"\b(?:0x[a-fA-F0-9]{40}|bc1[a-z0-9]{25,59}"
                       r"|[13][a-km-zA-HJ-NP-Z1-9]{25,34})\b", None),
     "iban": (r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b", iban_valid),
-    "date-of-birth": (r"(?i:(?<=\b(?:dob|d\.o\.b\.|date of birth|birth ?date|born(?: on)?)"
-                      r"\s*[:\-]?\s*))(?:\d{1,2}[/.-]\d{1,2}[/.-](?:\d{4}|\d{2})|\d{4}-\d{2}-\d{2}"
-                      r"|(?i:\d{1,2} (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"
-                      r",? \d{4})|(?i:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"
-                      r" \d{1,2},? \d{4}))(?!\d)", None),
+    "date-of-birth": (rf"(?=\d|(?i:{_MONTHS}))(?i:(?<=\b(?:dob|d\.o\.b\.|date of birth"
+                      r"|birth ?date|born(?: on)?)\s*[:\-]?\s*))(?:\d{1,2}[/.-]\d{1,2}[/.-]"
+                      rf"(?:\d{{4}}|\d{{2}})|\d{{4}}-\d{{2}}-\d{{2}}"
+                      rf"|(?i:\d{{1,2}} (?:{_MONTHS})[a-z]*,? \d{{4}})"
+                      rf"|(?i:(?:{_MONTHS})[a-z]*\ \d{{1,2}},? \d{{4}}))(?!\d)", None),
 }
 
 #: Every built-in detection type (the default ``detection_types``).
@@ -154,8 +155,10 @@ def mask_value(kind: str, value: str, *, preserve_format: bool = True) -> str:
     character. Without ``preserve_format``: up to 8 ``*``.
 
     Example:
-        >>> mask_value("email", "john@example.com"), mask_value("credit-card", "4111 1111 1111 1111")
-        ('j**n@*******.com', '**** **** **** 1111')
+        >>> mask_value("email", "john@example.com")
+        'j**n@*******.com'
+        >>> mask_value("credit-card", "4111 1111 1111 1111")
+        '**** **** **** 1111'
     """
     if not preserve_format:
         return "*" * min(len(value), 8)

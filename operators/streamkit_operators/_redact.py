@@ -48,7 +48,8 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence
 import regex
 
 
-__all__ = ["Rule", "Finding", "Region", "Detection", "Commit", "HoldbackScanner", "compile_pattern", "find_all", "merge_regions", "replace_regions",
+__all__ = ["Rule", "Finding", "Region", "Detection", "Commit", "HoldbackScanner",
+           "compile_pattern", "find_all", "merge_regions", "replace_regions",
            "map_strings"]
 
 _RE_FLAGS = ((re.IGNORECASE, regex.IGNORECASE), (re.MULTILINE, regex.MULTILINE),

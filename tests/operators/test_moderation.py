@@ -183,7 +183,8 @@ async def test_stream_block_by_sentence_never_shows_the_flagged_sentence() -> No
 ])
 async def test_stream_filter_and_warn(strategy: str, expected: str) -> None:
     checker = checker_flagging("hate")
-    chunks, result = await stream_with(ModerationProcessor(model=checker, strategy=strategy, phase="output"))
+    guard = ModerationProcessor(model=checker, strategy=strategy, phase="output")
+    chunks, result = await stream_with(guard)
     assert text_of(chunks) == expected == result.text
     assert checker.calls == 3
 
