@@ -50,9 +50,11 @@ def kernel_name(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         mp.setenv("JUPYTER_PATH", os.pathsep.join(
             [str(prefix / "share" / "jupyter"), os.environ.get("JUPYTER_PATH", "")]).rstrip(
             os.pathsep))
-        # The kernel must import this checkout even when the package is not installed.
+        # The kernel imports this checkout (and its streamkit_operators) even when they are
+        # not installed.
         mp.setenv("PYTHONPATH", os.pathsep.join(
-            [str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+            [str(REPO), str(REPO / "operators"), os.environ.get("PYTHONPATH", "")]).rstrip(
+            os.pathsep))
         yield KERNEL
 
 
@@ -104,3 +106,9 @@ def test_notebook_runs_on_a_fresh_kernel(path: Path, kernel_name: str) -> None:
         assert any('class="sk-graph"' in h for h in html)
         live = [h for h in html if "sk-live" in h]
         assert live and all("streaming…" not in h for h in live)
+    if path.stem == "05_guardrails":
+        live = [h for h in html if "sk-live" in h]
+        assert not any("ada@example.com" in h or "1111 1111 1111 1111" in h
+                       or "1111-1111-1111-1111" in h for h in live), "a redactor leaked"
+        assert sum('class="sk-tripwire"' in h for h in live) == 2
+        assert sum('class="sk-withdrawn"' in h for h in live) == 1

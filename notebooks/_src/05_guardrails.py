@@ -145,3 +145,37 @@ result = await support_agent("We guarantee delivery by Friday.",
 
 # %%
 result
+
+# %% [markdown]
+# ## Ready-made guards: `streamkit_operators`
+#
+# The `streamkit-operators` distribution ships these guards ready-made (built only on
+# streamkit's public API, so each one is also an example of writing your own). `PIIDetector`
+# redacts e-mails and card numbers — in the user's input, in tool results, and in the streamed
+# answer with the same boundary-safe hold-back as above; `RegexFilter(presets="secrets")`
+# blocks API keys.
+
+# %%
+from streamkit_operators import PIIDetector, RegexFilter
+
+pii = PIIDetector(detection_types=["email", "credit-card"])
+secrets = RegexFilter(presets="secrets", id="no-secrets")
+display.show_processors([pii, secrets])
+
+# %%
+model = ScriptedModel([
+    text("Write to ada@example.com, card 4111 1111 1111 1111 is on file.", chunk_size=5),
+    text("Log in with sk-live_0123456789abcdefgh today.", chunk_size=5),
+])
+ready_made = Agent(id="support", model=model, input_processors=[pii, secrets],
+                   output_processors=[pii, secrets])
+result = await ready_made.stream("How do I reach you? I am bob@example.org").show()
+
+# %% [markdown]
+# The user's own address was masked before the model saw it:
+
+# %%
+model.requests[0].prompt[-1]
+
+# %%
+result = await ready_made.stream("Key?").show()
