@@ -183,8 +183,16 @@ class WindowGuard(Processor):
     A verdict may also be a dict ``{"reason": str, "metadata": dict}`` (the metadata goes into
     the tripwire). On a violation, ``strategy`` ``"block"`` trips (``retry=True``: the agent
     re-runs the step with the reason as feedback and the client gets ``data-step-retry``),
-    ``"filter"`` drops the window's text, ``"warn"`` logs and releases it. Non-text chunks release what is held first,
-    in order; ``step-start`` discards what a retried attempt left held.
+    ``"filter"`` drops the window's text, ``"warn"`` logs and releases it. Non-text chunks
+    release what is held first, in order; ``step-start`` discards what a retried attempt left
+    held.
+
+    Example:
+        >>> class NoShouting(WindowGuard):
+        ...     def __init__(self):
+        ...         super().__init__("no-shouting", buffering=Buffering.sentence())
+        ...     def check_window(self, window, state):
+        ...         return window.text.isupper() and "please do not shout"
     """
 
     multi_emit = True

@@ -13,7 +13,7 @@ import logging
 from typing import Any, Callable, Sequence
 
 from streamkit import Processor
-from streamkit.chunks import StepStart, TextDelta
+from streamkit.chunks import ReasoningDelta, StepStart, TextDelta
 from streamkit.messages import TextPart, ToolInvocationPart
 
 from ._budget import Buffering
@@ -25,12 +25,14 @@ log = logging.getLogger("streamkit_operators")
 
 
 class _Run:
-    """One text part being streamed through a guard: its id, envelope and scanner."""
+    """One text (or reasoning) part being streamed through a guard: its id, chunk class,
+    envelope and scanner."""
 
-    __slots__ = ("id", "run_id", "from_", "payload_cls", "scanner", "pending")
+    __slots__ = ("id", "cls", "run_id", "from_", "payload_cls", "scanner", "pending")
 
     def __init__(self, part: Any, scanner: HoldbackScanner) -> None:
         self.pending = ""
+        self.cls = part.__class__
         self.id = part.payload.id
         self.run_id = part.run_id
         self.from_ = part.from_
@@ -38,8 +40,8 @@ class _Run:
         self.scanner = scanner
 
     def chunk(self, text: str) -> Any:
-        return TextDelta(payload=self.payload_cls(id=self.id, text=text), run_id=self.run_id,
-                         from_=self.from_)
+        return self.cls(payload=self.payload_cls(id=self.id, text=text), run_id=self.run_id,
+                        from_=self.from_)
 
 
 class HoldbackGuard(Processor):
@@ -47,10 +49,14 @@ class HoldbackGuard(Processor):
 
     Subclasses give the rules (``stream_rules``) and decide what a commit turns into
     (``on_commit``: the text to emit, or raise ``TripWire``). The base handles ``text-delta``
-    chunks per text id, emits committed text as new deltas (``multi_emit``), releases what it
-    holds before any other chunk (order is kept) and at the end of the step
-    (``flush_output_stream``), and discards what a retried attempt left held (on ``step-start``).
-    With ``holds = False`` (report-only guards) deltas pass at once and the scanner only watches.
+    (and, with ``check_reasoning``, ``reasoning-delta``) chunks per part id, emits committed
+    text as new deltas (``multi_emit``), releases what it holds before any other chunk (order is
+    kept) and at the end of the step (``flush_output_stream``), and discards what a retried
+    attempt left held (on ``step-start``). With ``holds = False`` (report-only guards) deltas
+    pass at once and the scanner only watches.
+
+    A guard that trips on a commit raises before returning it, so the text of that commit
+    before the match is not shown either; none of a blocked value ever is.
 
     Marble (rule: 4 digits, hold-back ``.``)::
 
@@ -69,6 +75,8 @@ class HoldbackGuard(Processor):
     multi_emit = True
     holds: bool = True
     max_hold: int = 1024
+    #: Reasoning deltas reach clients too (and are stored): they are scanned the same way.
+    check_reasoning: bool = True
     _RUN = "holdback.run"
 
     def __init__(self, id: str | None = None) -> None:
@@ -96,7 +104,7 @@ class HoldbackGuard(Processor):
 
     def _stream(self, part: Any, state: dict[str, Any], request_context: Any) -> Any:
         cls = part.__class__
-        if cls is TextDelta:
+        if cls is TextDelta or (cls is ReasoningDelta and self.check_reasoning):
             return self._text(part, state, request_context)
         run = state.pop(self._RUN, None)
         if run is None or cls is StepStart:
@@ -114,7 +122,7 @@ class HoldbackGuard(Processor):
     def _text(self, part: Any, state: dict[str, Any], request_context: Any) -> Any:
         run = state.get(self._RUN)
         out: list[Any] | None = None
-        if run is None or run.id != part.payload.id:
+        if run is None or run.id != part.payload.id or run.cls is not part.__class__:
             if run is not None:
                 out = self._close(run, state, request_context)
             run = state[self._RUN] = _Run(part, self._scanner())
@@ -154,17 +162,28 @@ class HoldbackGuard(Processor):
 
 
 class RedactingGuard(HoldbackGuard):
-    """A ``HoldbackGuard`` that also checks input messages and tool results with the same rules.
+    r"""A ``HoldbackGuard`` that also checks input messages and tool results with the same rules.
 
-    Subclasses implement ``_apply(text, findings, source, state, request_context, offset)``:
-    return the text to keep (redacted) or raise ``TripWire``; ``source`` is ``"input"``,
-    ``"tool-result"`` or ``"stream"``. With ``strategy == "filter"`` an input message with a
-    finding is dropped.
+    Subclasses set ``rules`` and implement ``handle_findings(text, findings, source, state,
+    request_context, offset)``: return the text to keep (redacted) or raise ``TripWire``;
+    ``source`` is ``"input"``, ``"tool-result"`` or ``"stream"`` (where ``findings`` offsets are
+    in the whole streamed text and ``text`` starts at ``offset``). With ``strategy == "filter"``
+    an input message with a finding is dropped.
 
     ``phase`` decides which hooks the guard has: ``"input"`` (``process_input``), ``"output"``
     (``process_tool_result`` and the stream) or ``"all"``. A hook the phase leaves out does not
     exist, so the agent can tell (and warns) when the guard sits in a list where nothing of it
     would run.
+
+    Example:
+        >>> class Tickets(RedactingGuard):
+        ...     rules = [Rule("ticket", r"TCK-\d{6}")]
+        ...     def handle_findings(self, text, findings, source, state, request_context,
+        ...                         offset=0):
+        ...         regions = merge_regions(findings)
+        ...         return replace_regions(text, regions, lambda r, t: "[TICKET]", offset)
+        >>> agent = Agent(id="a", model=model, input_processors=[Tickets("tickets")],
+        ...               output_processors=[Tickets("tickets")])
     """
 
     strategy: str = "redact"
@@ -186,11 +205,12 @@ class RedactingGuard(HoldbackGuard):
         return self.rules
 
     def on_commit(self, commit: Commit, state: dict[str, Any], request_context: Any) -> str:
-        return self._apply(commit.text, commit.findings, "stream", state, request_context,
-                           commit.start)
+        return self.handle_findings(commit.text, commit.findings, "stream", state,
+                                    request_context, commit.start)
 
-    def _apply(self, text: str, findings: list[Finding], source: str, state: dict[str, Any],
-               request_context: Any, offset: int = 0) -> str:  # pragma: no cover - abstract
+    def handle_findings(self, text: str, findings: list[Finding], source: str,
+                        state: dict[str, Any], request_context: Any, offset: int = 0
+                        ) -> str:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def _check_text(self, text: str, source: str, state: dict[str, Any], request_context: Any
@@ -198,7 +218,7 @@ class RedactingGuard(HoldbackGuard):
         findings = find_all(self.rules, text)
         if not findings:
             return text, False
-        return self._apply(text, findings, source, state, request_context), True
+        return self.handle_findings(text, findings, source, state, request_context), True
 
     def _process_input(self, messages: list[Any], state: dict[str, Any],
                        request_context: Any) -> Any:

@@ -217,6 +217,8 @@ class PIIDetector(RedactingGuard):
             (created there when missing).
         phase: ``"input"`` (only ``process_input``), ``"output"`` (tool results and the
             stream) or ``"all"`` (default).
+        include_reasoning: scan streamed reasoning deltas as well (default ``True``: they reach
+            clients and the store like text).
         id: processor id (default ``"pii-detector"``).
 
     Marble (redact, mask)::
@@ -237,7 +239,7 @@ class PIIDetector(RedactingGuard):
                  on_detection: Callable[[Detection], Any] | None = None, retry: bool = False,
                  max_hold: int = 1024, vault: PlaceholderVault | None = None,
                  vault_key: str = "pii_vault", phase: str = "all",
-                 id: str = "pii-detector") -> None:
+                 include_reasoning: bool = True, id: str = "pii-detector") -> None:
         super().__init__(id, phase=phase)
         if strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
@@ -260,6 +262,7 @@ class PIIDetector(RedactingGuard):
         self.vault = vault
         self.vault_key = vault_key
         self.holds = strategy != "warn"
+        self.check_reasoning = include_reasoning
 
     def __repr__(self) -> str:
         return (f"PIIDetector(id={self.id!r}, strategy={self.strategy!r}, "
@@ -267,8 +270,8 @@ class PIIDetector(RedactingGuard):
 
     # -- findings --------------------------------------------------------------------------
 
-    def _apply(self, text: str, findings: list[Finding], source: str, state: dict[str, Any],
-               request_context: Any, offset: int = 0) -> str:
+    def handle_findings(self, text: str, findings: list[Finding], source: str,
+                        state: dict[str, Any], request_context: Any, offset: int = 0) -> str:
         regions = merge_regions(findings)
         strategy = self.strategy
         state.setdefault("detections", []).extend(

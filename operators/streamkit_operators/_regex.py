@@ -89,6 +89,8 @@ class RegexFilter(RedactingGuard):
         retry: with ``"block"``, trip with ``retry=True`` from the stream and tool results, so
             the agent re-runs the step with the reason as feedback (``max_processor_retries``).
         max_hold: longest stretch of streamed text held while it could still become a match.
+        include_reasoning: scan streamed reasoning deltas as well (default ``True``: they reach
+            clients and the store like text).
         id: processor id (default ``"regex-filter"``).
 
     Raises:
@@ -107,7 +109,8 @@ class RegexFilter(RedactingGuard):
                  strategy: str = "block", phase: str = "all",
                  include_redacted_values: bool = False,
                  on_detection: Callable[[Detection], Any] | None = None, retry: bool = False,
-                 max_hold: int = 1024, id: str = "regex-filter") -> None:
+                 max_hold: int = 1024, include_reasoning: bool = True,
+                 id: str = "regex-filter") -> None:
         super().__init__(id, phase=phase)
         if strategy not in ("block", "redact", "warn"):
             raise ValueError(f"strategy must be 'block', 'redact' or 'warn', got {strategy!r}")
@@ -123,13 +126,14 @@ class RegexFilter(RedactingGuard):
         self.retry = retry
         self.max_hold = max_hold
         self.holds = strategy != "warn"
+        self.check_reasoning = include_reasoning
 
     def __repr__(self) -> str:
         return (f"RegexFilter(id={self.id!r}, strategy={self.strategy!r}, phase={self.phase!r}, "
                 f"rules={[r.name for r in self.rules]})")
 
-    def _apply(self, text: str, findings: list[Finding], source: str, state: dict[str, Any],
-               request_context: Any, offset: int = 0) -> str:
+    def handle_findings(self, text: str, findings: list[Finding], source: str,
+                        state: dict[str, Any], request_context: Any, offset: int = 0) -> str:
         names = list(dict.fromkeys(f.rule.name for f in findings))
         shown = self.include_redacted_values
         notify(self.on_detection, [

@@ -258,3 +258,13 @@ async def test_no_text_means_no_first_chunk_delay() -> None:
     app = ops.apply([TextEnd(id="t", run_id="r", from_="AGENT")], guard, timed=True)
     _ = [c async for c in app]
     assert [r.first_chunk_delay for r in app.trace] == [None]
+
+
+def test_the_benchmark_runs_and_reports_every_guard(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks.bench_guards import contenders, run as bench
+
+    report = bench(["--deltas", "40", "--repeat", "1", "--paced-deltas", "6",
+                    "--interval", "0.0005", "--json"])
+    assert [r["guard"] for r in report["rows"]] == [c.name for c in contenders()]
+    assert report["rows"][0]["added_us_per_chunk"] == 0.0
+    assert '"rows"' in capsys.readouterr().out

@@ -13,7 +13,7 @@ import pytest
 from streamkit import Agent, ProcessorError, ops, tool
 from streamkit.chunks import TextDelta, TextEnd, TextStart
 from streamkit.memory import Memory, SQLiteStore
-from streamkit.testing import ScriptedModel, text, tool_call
+from streamkit.testing import ScriptedModel, reasoning, text, tool_call
 from streamkit_operators import (PII_TYPES, Detection, PIIDetector, PlaceholderVault,
                                  RestorePlaceholders, mask_value)
 
@@ -340,6 +340,27 @@ async def test_stored_equals_streamed_through_memory(tmp_path: Path, size: int) 
     assert "".join(p.text for p in stored[-1].content.parts if p.type == "text") == streamed
     assert (await stream.result()).text == streamed
     await memory.close()
+
+
+async def test_reasoning_is_redacted_too_and_stored_as_streamed(tmp_path: Path) -> None:
+    memory = Memory(store=SQLiteStore(tmp_path / "m.db"))
+    model = ScriptedModel([[reasoning("The user is ada@example.com, card 4111 1111 1111 1111."),
+                            text("Done.")]])
+    agent = Agent(id="a", model=model, output_processors=[
+        PIIDetector(redaction_method="placeholder", phase="output")], memory=memory)
+    stream = agent.stream("x", thread_id="t", resource_id="u")
+    chunks = [c async for c in stream]
+    streamed = "".join(c.payload.text for c in chunks if c.type == "reasoning-delta")
+    assert streamed == "The user is [EMAIL], card [CREDIT_CARD]."
+    stored = (await memory.get_messages("t"))[-1].content.parts
+    assert [p.text for p in stored if p.type == "reasoning"] == [streamed]
+    await memory.close()
+
+    off = PIIDetector(include_reasoning=False, phase="output")
+    chunks = [c async for c in Agent(id="a", model=ScriptedModel([[reasoning(
+        "ada@example.com"), text("ok")]]), output_processors=[off]).stream("x")]
+    assert "ada@example.com" in "".join(c.payload.text for c in chunks
+                                        if c.type == "reasoning-delta")
 
 
 # ----------------------------------------------------------------------------- reversible
