@@ -18,12 +18,38 @@ from .errors import ToolError
 from .models._base import ToolSpec
 from .processors import is_async_callable
 
-__all__ = ["Tool", "tool", "INJECTED"]
+__all__ = ["Tool", "tool", "INJECTED", "json_schema"]
 
 #: Parameters the runtime injects instead of taking them from the model's arguments.
 INJECTED = frozenset(("writer", "request_context", "tool_call_id", "abort_signal"))
 
 _MISSING = object()
+
+
+def json_schema(tp: Any) -> dict[str, Any]:
+    """The JSON schema of a type (msgspec Struct, dataclass, TypedDict, ...) as providers want
+    it: an object schema at the top, not a ``$ref`` into ``$defs``. A dict is taken as a schema.
+
+    Example:
+        >>> class Answer(msgspec.Struct):
+        ...     name: str
+        >>> json_schema(Answer)["required"]
+        ['name']
+    """
+    if isinstance(tp, dict):
+        return tp
+    try:
+        schema = msgspec.json.schema(tp)
+    except (TypeError, ValueError) as exc:
+        raise ToolError(f"{tp!r} has no JSON schema: {exc}") from exc
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        defs = dict(schema.get("$defs", {}))
+        top = dict(defs.pop(ref.rsplit("/", 1)[1]))
+        if defs:
+            top["$defs"] = defs
+        return top
+    return schema
 
 
 class Tool:

@@ -22,6 +22,7 @@ import msgspec
 
 from streamkit import AgentResult, MessageList, Processor
 from streamkit.chunks import ObjectResult
+from streamkit.tools import json_schema
 
 from ._model_check import ask_json, check_choice, on_check_failure
 
@@ -39,17 +40,7 @@ DEFAULT_INSTRUCTIONS = (
 
 
 def _json_schema(schema: Any) -> dict[str, Any]:
-    if isinstance(schema, dict):
-        return schema
-    full = msgspec.json.schema(schema)
-    ref = full.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        defs = dict(full.get("$defs", {}))
-        top = dict(defs.pop(ref.rsplit("/", 1)[1]))
-        if defs:
-            top["$defs"] = defs
-        return top
-    return full
+    return json_schema(schema)
 
 
 class StructuredOutput(Processor):

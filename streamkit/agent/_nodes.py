@@ -354,22 +354,9 @@ async def model(cfg: RunConfig, st: RunState) -> str:
 
 
 def _schema_of(structured: Any) -> dict[str, Any] | None:
-    if structured is None:
-        return None
-    if isinstance(structured, dict):
-        return structured
-    import msgspec
+    from ..tools import json_schema
 
-    schema = msgspec.json.schema(structured)
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        # Providers want an object schema at the top, not a reference to one.
-        defs = dict(schema.get("$defs", {}))
-        top = dict(defs.pop(ref.rsplit("/", 1)[1]))
-        if defs:
-            top["$defs"] = defs
-        return top
-    return schema
+    return None if structured is None else json_schema(structured)
 
 
 async def _replay(chunks: list[Any]) -> AsyncIterator[Any]:
