@@ -41,7 +41,21 @@ log = logging.getLogger("streamkit_operators")
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _SENTENCE_END = re.compile(r"[.!?。！？…](?:[\"')\]»”’]*)(?=\s)|\n\n")
+#: How far back into earlier held text a sentence end can start (mark + closing quotes).
+_SENTENCE_LOOKBACK = 8
 _KINDS = ("passthrough", "holdback", "window", "sentence", "time", "end_of_stream")
+
+
+def _tail(pieces: list[str], n: int) -> str:
+    """The last ``n`` characters held before the newest piece (``pieces[-1]``)."""
+    out: list[str] = []
+    need = n
+    for piece in reversed(pieces[:-1]):
+        if need <= 0:
+            break
+        out.append(piece[-need:])
+        need -= len(piece)
+    return "".join(reversed(out))
 
 
 def _last_tokens(text: str, n: int) -> str:
@@ -162,6 +176,7 @@ class _Run:
     payload_cls: Any
     pieces: list[str] = field(default_factory=list)
     tokens: int = 0
+    chars: int = 0
     opened: float = 0.0
     tail: str = ""
     audit: list[str] = field(default_factory=list)
@@ -267,23 +282,29 @@ class WindowGuard(Processor):
             return [run.chunk(text)]
         if not run.pieces:
             run.opened = self.clock()
+        before = run.chars
         run.pieces.append(text)
-        run.tokens += self.counter(text) if kind == "window" else 0
+        run.chars += len(text)
         if kind == "window":
+            run.tokens += self.counter(text)
             if run.tokens >= (b.tokens or 1):
                 return [self._window(run, self._take(run))]
             return []
-        held = "".join(run.pieces)
-        if b.max_chars is not None and len(held) >= b.max_chars:
+        if b.max_chars is not None and run.chars >= b.max_chars:
             return [self._window(run, self._take(run))]
         if kind == "sentence":
+            # Earlier text held no confirmed sentence end, and one needs the character after
+            # it: only the last few held characters and the new text can hold a new one.
+            tail = _tail(run.pieces, _SENTENCE_LOOKBACK)
             last = None
-            for last in _SENTENCE_END.finditer(held):
+            for last in _SENTENCE_END.finditer(tail + text):
                 pass
             if last is None:
                 return []
-            cut = last.end()
+            held = "".join(run.pieces)
+            cut = before - len(tail) + last.end()
             run.pieces = [held[cut:]] if cut < len(held) else []
+            run.chars = len(held) - cut
             return [self._window(run, [held[:cut]])]
         if self.clock() - run.opened >= (b.seconds or 0.0):
             return [self._window(run, self._take(run))]
@@ -291,7 +312,7 @@ class WindowGuard(Processor):
 
     @staticmethod
     def _take(run: _Run) -> list[str]:
-        pieces, run.pieces, run.tokens = run.pieces, [], 0
+        pieces, run.pieces, run.tokens, run.chars = run.pieces, [], 0, 0
         return pieces
 
     def _window(self, run: _Run, pieces: list[str], *, released: bool = False) -> Window:

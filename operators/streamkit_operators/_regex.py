@@ -25,18 +25,18 @@ __all__ = ["RegexFilter", "PRESETS", "preset_rules"]
 
 log = logging.getLogger("streamkit_operators")
 
-_SECRETS = (
+_SECRETS = (  # name, pattern, replacement, the characters a match starts with
     ("api-key", r"\b(?:(?:sk|pk|rk)[-_](?:live_|test_|proj-|ant-)?[A-Za-z0-9_-]{16,}"
                 r"|gh[pousr]_[A-Za-z0-9]{36,}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})",
-     "[API_KEY]"),
-    ("bearer-token", r"\bBearer\s+[A-Za-z0-9\-._~+/]{8,}=*", "[BEARER_TOKEN]"),
-    ("aws-key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", "[AWS_KEY]"),
+     "[API_KEY]", r"[sprgxA]"),
+    ("bearer-token", r"\bBearer\s+[A-Za-z0-9\-._~+/]{8,}=*", "[BEARER_TOKEN]", r"[B]"),
+    ("aws-key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", "[AWS_KEY]", r"[A]"),
 )
 
 #: Preset names → the rule names they add.
 PRESETS: dict[str, tuple[str, ...]] = {
     "pii": ("email", "phone", "ssn", "credit-card"),
-    "secrets": tuple(name for name, _, _ in _SECRETS),
+    "secrets": tuple(name for name, _, _, _ in _SECRETS),
     "urls": ("url",),
 }
 
@@ -50,10 +50,10 @@ def preset_rules(name: str) -> list[Rule]:
         ValueError: an unknown preset.
     """
     if name == "secrets":
-        return [Rule(n, p, replacement=r) for n, p, r in _SECRETS]
+        return [Rule(n, p, replacement=r, starts=c) for n, p, r, c in _SECRETS]
     if name in PRESETS:
         return [Rule(r.name, r.pattern, replacement=f"[{r.name.upper().replace('-', '_')}]",
-                     validate=r.validate) for r in pii_rules(PRESETS[name])]
+                     validate=r.validate, starts=r.starts) for r in pii_rules(PRESETS[name])]
     raise ValueError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
 
 
@@ -63,7 +63,7 @@ def _rule(spec: Any) -> Rule:
     if isinstance(spec, Mapping):
         try:
             return Rule(spec["name"], spec["pattern"], replacement=spec.get("replacement"),
-                        validate=spec.get("validate"))
+                        validate=spec.get("validate"), starts=spec.get("starts"))
         except KeyError as exc:
             raise ValueError(f"a rule dict needs 'name' and 'pattern', got {dict(spec)}"
                              ) from exc

@@ -193,7 +193,7 @@ class RestorePlaceholders(HoldbackGuard):
         self.vault = vault
         self.origins = None if origins is None else frozenset(origins)
         self.vault_key = vault_key
-        self._rules = [Rule("placeholder", TOKEN_PATTERN)]
+        self._rules = [Rule("placeholder", TOKEN_PATTERN, starts="[<]")]
 
     def stream_rules(self) -> Sequence[Rule]:
         return self._rules

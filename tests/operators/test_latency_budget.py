@@ -128,6 +128,13 @@ async def test_time_windows_follow_the_clock(mode: str) -> None:
     assert "".join(texts(out)) == "".join(WORDS)
 
 
+async def test_a_sentence_end_split_over_tiny_deltas_is_found(mode: str) -> None:
+    seen: list[tuple[str, str]] = []
+    guard = StreamGuard(as_mode(recorder(seen), mode), buffering=Buffering.sentence())
+    out, _ = await run(guard, ["He said \"hi", "!", "\"", ")", " Then", " left.", "\n", "\n", "x"])
+    assert [w for w, _ in seen] == ['He said "hi!")', " Then left.", "\n\n", "x"]
+
+
 async def test_sentence_windows_are_bounded_by_max_chars(mode: str) -> None:
     seen: list[tuple[str, str]] = []
     guard = StreamGuard(as_mode(recorder(seen), mode), buffering=Buffering.sentence(max_chars=8))
