@@ -165,7 +165,8 @@ class RestorePlaceholders(HoldbackGuard):
     agent (see the trust model in this module's docstring).
 
     Placeholders split across chunks (``"<EMA"`` + ``"IL_1>"``) are held back until complete.
-    Unknown placeholders, and values whose origin is not in ``origins``, pass unchanged.
+    Unknown placeholders, and values whose origin is not in ``origins``, pass unchanged. Text
+    and reasoning deltas are restored; other chunks (tool results) pass as they are.
 
     Args:
         vault: the conversation's vault; when omitted, ``request_context[vault_key]`` of the

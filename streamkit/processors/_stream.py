@@ -117,9 +117,10 @@ def _compile(hooks: Sequence[HookSpec], multi: Sequence[bool], timing: str, disp
     """Generate ``factory(fns, consts, stats, ctx, fail, pc, data_cls, run_data, text_cls) ->
     (push, count, arm)`` for one chain shape. ``timing`` is ``"off"``, ``"sampled"`` or
     ``"always"``; ``dispatch`` sends data chunks to ``run_data``. ``count()`` is how many chunks
-    entered. With ``"sampled"`` timing, chunks take a fully timed *probe* path from ``arm()``
-    until a text delta leaves the chain, noting when the first text delta entered and left each
-    processor (its added time to first chunk); ``arm()`` is called again for every step."""
+    entered. With ``"sampled"`` timing, chunks take a *probe* path from ``arm()`` until a text
+    delta leaves the chain, noting when the first text delta entered and left each processor
+    (its added time to first chunk; sampled timing goes on meanwhile); ``arm()`` is called again
+    for every step."""
     n = len(hooks)
     is_async = any(h.is_async for h in hooks)
     d = "async def" if is_async else "def"
@@ -134,7 +135,8 @@ def _compile(hooks: Sequence[HookSpec], multi: Sequence[bool], timing: str, disp
                 lines.append(f"    c{i}_{name} = consts[{i}][{name!r}]")
     lines += ["    n = 0", "    probing = " + str(timing == "sampled")]
     lines += ["    def count():", "        return n"]
-    lines += ["    def arm():", "        nonlocal probing", f"        probing = {timing == 'sampled'}"]
+    lines += ["    def arm():", "        nonlocal probing",
+              f"        probing = {timing == 'sampled'}"]
     # Entry points after each multi-emit processor (fan-out continues from there), untimed.
     for k in sorted({i + 1 for i in range(n) if multi[i]}, reverse=True):
         lines.append(f"    {d} rest{k}(part):")
@@ -142,10 +144,13 @@ def _compile(hooks: Sequence[HookSpec], multi: Sequence[bool], timing: str, disp
     if timing == "sampled":
         lines.append(f"    {d} timed(part):")
         lines += _body(hooks, multi, 0, True, is_async, "rest", "        ")
+        # The probe: an untimed path (fan-out included) and a timed one for sampled chunks.
         for k in sorted({i + 1 for i in range(n) if multi[i]}, reverse=True):
             lines.append(f"    {d} probe{k}(part):")
-            lines += _body(hooks, multi, k, True, is_async, "probe", "        ", probe=True)
+            lines += _body(hooks, multi, k, False, is_async, "probe", "        ", probe=True)
         lines.append(f"    {d} probe0(part):")
+        lines += _body(hooks, multi, 0, False, is_async, "probe", "        ", probe=True)
+        lines.append(f"    {d} tprobe0(part):")
         lines += _body(hooks, multi, 0, True, is_async, "probe", "        ", probe=True)
     lines.append(f"    {d} push(part):")
     if dispatch:
@@ -153,7 +158,9 @@ def _compile(hooks: Sequence[HookSpec], multi: Sequence[bool], timing: str, disp
                   f"            return {aw}run_data(part)"]
     if timing == "sampled":
         lines += ["        nonlocal n, probing", "        n += 1",
-                  "        if probing:", f"            out = {aw}probe0(part)",
+                  "        if probing:",
+                  f"            out = {aw}(tprobe0(part) if n % {SAMPLE_EVERY} == 1 "
+                  f"else probe0(part))",
                   f"            if out is not None and {_HAS_TEXT}: probing = False",
                   "            return out",
                   f"        if n % {SAMPLE_EVERY} == 1:", f"            return {aw}timed(part)"]

@@ -223,36 +223,50 @@ def test_stream_guard_options() -> None:
 # ----------------------------------------------------------------------------- the trace
 
 
-@pytest.fixture
-def fake_perf_counter(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every clock read advances 1 µs: delays become counts of work done, not wall time."""
-    ticks = iter(range(1_000, 1 << 62, 1_000))
-    monkeypatch.setattr(time, "perf_counter_ns", lambda: next(ticks))
+class PacedModel:
+    """Wraps a scripted model so that each chunk it streams arrives 1 ms after the previous
+    one on a fake clock: what a guard holds back then shows as whole milliseconds."""
+
+    def __init__(self, inner: ScriptedModel, clock: list[int]) -> None:
+        self.inner, self.clock = inner, clock
+
+    def stream(self, request: Any) -> Any:
+        async def chunks() -> Any:
+            async for chunk in self.inner.stream(request):
+                self.clock[0] += 1_000_000
+                yield chunk
+        return chunks()
 
 
 async def test_the_trace_reports_the_time_to_first_chunk_each_guard_added(
-        fake_perf_counter: None) -> None:
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [0]
+    monkeypatch.setattr(time, "perf_counter_ns", lambda: clock[0])
     answer = "First sentence here. " * 3 + "The end."
     guards = [ops.map(lambda c: c, id="pass-through"),
-              PIIDetector(detection_types=["email"]),
+              PIIDetector(detection_types=["email"], phase="output"),
               StreamGuard(lambda text: None, id="sentence", buffering=Buffering.sentence()),
               StreamGuard(lambda text: None, id="audit",
                           buffering=Buffering.end_of_stream(hold=False)),
               StreamGuard(lambda text: None, id="hold-all",
                           buffering=Buffering.end_of_stream())]
-    agent = Agent(id="a", model=ScriptedModel([text(answer)]), output_processors=guards)
-    result = await agent.generate("hi")
+    model = PacedModel(ScriptedModel([text(answer)]), clock)
+    result = await Agent(id="a", model=model, output_processors=guards).generate("hi")
     assert result.text == answer
-    delay = {r.processor_id: r.first_chunk_delay for r in result.trace
-             if r.hook == "process_output_stream"}
-    # Pass-through stages add only their own call; the redactor holds one word back; the
-    # sentence guard holds a sentence (4 words); the hold-all guard holds the whole answer.
-    assert delay["pass-through"] < delay["pii-detector"] < delay["sentence"] < delay["hold-all"]
-    assert delay["audit"] < delay["pii-detector"]
+    delay_ms = {r.processor_id: round(r.first_chunk_delay * 1e3) for r in result.trace
+                if r.hook == "process_output_stream"}
+    # The model sends text-start at 1 ms, the 11 deltas at 2..12 ms, text-end at 13 ms. Each
+    # guard's delay runs from when text first reached *it*: the redactor holds "First" until
+    # " sentence" (1 ms); the sentence guard gets "First" at 3 ms and the whole first sentence
+    # at 5 ms (2 ms); holding everything, from 5 ms to the text-end at 13 ms (8 ms). Pass-through
+    # stages and an audit add nothing. The delays add up to what the client waited: 11 ms.
+    assert delay_ms == {"pass-through": 0, "pii-detector": 1, "sentence": 2, "audit": 0,
+                        "hold-all": 8}
+    assert sum(delay_ms.values()) == 13 - 2
     rows = {r["processor"]: r for r in latency_report(result.trace, guards)}
     assert rows["hold-all"]["buffering"] == "Buffering.end_of_stream(hold=True)"
     assert rows["pii-detector"]["buffering"] == "Buffering.holdback(max_chars=1024)"
-    assert rows["pass-through"]["ttfc_ms"] == round(delay["pass-through"] * 1e3, 3)
+    assert rows["sentence"]["ttfc_ms"] == 2.0
     # step-start, text-start, 11 deltas, text-end, step-finish
     assert rows["pass-through"]["chunks"] == 15
     table = format_report(list(rows.values()))
