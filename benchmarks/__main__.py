@@ -1,0 +1,93 @@
+"""``python -m benchmarks``: run the fixed set and print one table (progress on stderr).
+
+Usage::
+
+    python -m benchmarks                      # the full set (< 5 minutes on 2 cores)
+    python -m benchmarks --quick              # every row on small inputs, a smoke run
+    python -m benchmarks --json out.json      # also write the results as JSON
+    python -m benchmarks --only runner agent  # some sections (or groups whose title matches)
+    python -m benchmarks --compare a.json b.json   # two saved runs side by side
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any, Sequence
+
+from .harness import Result, run_groups
+from .report import check_targets, format_compare, format_table, format_targets, load, machine, \
+    save
+from .suite import SECTIONS, Sizes, build_suite
+
+__all__ = ["main", "run"]
+
+
+def run(sizes: Sizes, *, only: list[str] | None = None, progress: bool = True,
+        stderr: IO[str] | None = None, mode: str = "full"
+        ) -> tuple[list[Result], dict[str, Any]]:
+    """Measure the fixed set at ``sizes``; the results and the run's description (machine, sizes,
+    mode, duration) as ``save`` stores it."""
+    groups = build_suite(sizes, only)
+    started = time.monotonic()
+    results = run_groups(groups, progress=progress, stream=stderr)
+    info = {"mode": mode, "machine": machine(), "sizes": sizes.as_dict(),
+            "duration_s": round(time.monotonic() - started, 1),
+            "note": f"{mode} run · median of {sizes.repeat_micro} (wire, runner) / {sizes.repeat} "
+                    f"(agent, requests, memory) interleaved runs · "
+                    f"ratio = row time / baseline time, paired per run"}
+    return results, info
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description="streamkit chunk-throughput benchmarks: one table, ratios to baselines "
+                    "measured in the same run.")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="small inputs, 3 runs per row")
+    size.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--json", metavar="PATH", help="write the results to PATH as JSON")
+    parser.add_argument("--only", nargs="+", metavar="NAME",
+                        help=f"sections ({', '.join(SECTIONS)}) or parts of group titles")
+    parser.add_argument("--repeat", type=int, metavar="N", help="timed runs per row")
+    parser.add_argument("--no-long-memory", action="store_true",
+                        help="skip tracing the memory of the 1M-chunk agent.stream row (~20 s)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument("--compare", nargs=2, metavar=("A", "B"),
+                        help="compare two --json files instead of running")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None,
+         stderr: IO[str] | None = None) -> int:
+    out = stdout or sys.stdout
+    args = _parser().parse_args(argv)
+    if args.compare:
+        (a, _), (b, _) = load(args.compare[0]), load(args.compare[1])
+        names = [Path(name).stem for name in args.compare]
+        print(format_compare(a, b, names[0], names[1]), file=out)
+        return 0
+    mode = "quick" if args.quick else "tiny" if args.tiny else "full"
+    sizes = Sizes.quick() if args.quick else Sizes.tiny() if args.tiny else Sizes.full()
+    if args.repeat:
+        sizes = sizes.with_repeat(args.repeat)
+    if args.no_long_memory:
+        sizes = sizes.without_long_memory()
+    results, info = run(sizes, only=args.only, progress=not args.no_progress, stderr=stderr,
+                        mode=mode)
+    print(format_table(results, info), file=out)
+    targets = format_targets(check_targets(results))
+    if targets:
+        print("\n" + targets, file=out)
+    print(f"\n{len(results)} rows in {info['duration_s']:.0f} s", file=out)
+    if args.json:
+        save(args.json, results, info)
+        print(f"results written to {args.json}", file=out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""The fixed set ``python -m benchmarks`` runs, at three sizes: full, quick and tiny.
+
+What belongs here: ``Sizes`` (how big each workload is and how often it repeats) and
+``build_suite`` (every group, in table order, optionally filtered). What does not: the workloads
+(``benchmarks.rows_*``) and the measuring (``benchmarks.harness``).
+
+Full sizes are chosen so the whole suite stays under five minutes on two cores while every row
+is a median of at least five interleaved runs (seven for the micro rows, which are cheap).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from .harness import Group
+from .rows_agent import agent_groups, memory_groups, request_groups
+from .rows_runner import runner_groups
+from .rows_wire import wire_groups
+
+__all__ = ["Sizes", "build_suite", "SECTIONS"]
+
+#: Sections in table order; ``--only`` matches these names or any part of a group title.
+SECTIONS = ("wire", "runner", "agent", "requests", "memory")
+
+
+@dataclass(frozen=True, slots=True)
+class Sizes:
+    """Workload sizes and repetitions of one suite run.
+
+    Attributes:
+        wire_chunks: chunks encoded/decoded per wire run.
+        runner_chunks: chunks per standalone-runner run.
+        agent_short / agent_long: text deltas of the short and long ``agent.stream`` rows.
+        request_chunks: text deltas per request of the request and memory rows.
+        requests: requests per run of a request row.
+        concurrency: requests in flight in the concurrent request rows.
+        inflight: concurrent streams of the memory rows.
+        repeat_micro: timed runs of the wire and runner rows.
+        repeat: timed runs of the agent, request and memory rows.
+        long_memory: also trace the memory of the long "3 transforms" agent row (~20 s more:
+            tracemalloc makes a million-chunk stream several times slower).
+    """
+
+    wire_chunks: int = 20_000
+    runner_chunks: int = 5_000
+    agent_short: int = 10_000
+    agent_long: int = 1_000_000
+    request_chunks: int = 100
+    requests: int = 300
+    concurrency: int = 100
+    inflight: int = 1_000
+    repeat_micro: int = 7
+    repeat: int = 5
+    long_memory: bool = True
+
+    @classmethod
+    def full(cls) -> Sizes:
+        return cls()
+
+    @classmethod
+    def quick(cls) -> Sizes:
+        """A smoke run of every row in well under a minute (numbers are indicative only)."""
+        return cls(wire_chunks=5_000, runner_chunks=2_000, agent_short=2_000, agent_long=50_000,
+                   requests=100, inflight=200, repeat_micro=3, repeat=3, long_memory=False)
+
+    @classmethod
+    def tiny(cls) -> Sizes:
+        """Structure only (tests): every row runs, but on a handful of chunks."""
+        return cls(wire_chunks=200, runner_chunks=100, agent_short=100, agent_long=1_000,
+                   request_chunks=20, requests=10, concurrency=4, inflight=10, repeat_micro=2,
+                   repeat=2, long_memory=False)
+
+    def without_long_memory(self) -> Sizes:
+        """Skip tracing the long agent row (``--no-long-memory``)."""
+        return replace(self, long_memory=False)
+
+    def with_repeat(self, repeat: int) -> Sizes:
+        """Every row repeated ``repeat`` times (``--repeat``)."""
+        return replace(self, repeat_micro=repeat, repeat=repeat)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def build_suite(sizes: Sizes, only: list[str] | None = None) -> list[Group]:
+    """Every group of the fixed set, in table order.
+
+    Args:
+        sizes: workload sizes.
+        only: keep just these sections (``wire``, ``runner``, ``agent``, ``requests``,
+            ``memory``) or the groups whose title contains one of these strings.
+    """
+    wanted = [w.lower() for w in only or []]
+    patterns = [w for w in wanted if w not in SECTIONS]
+    builders = {
+        "wire": lambda: wire_groups(sizes.wire_chunks, sizes.repeat_micro),
+        "runner": lambda: runner_groups(sizes.runner_chunks, sizes.repeat_micro),
+        "agent": lambda: agent_groups(sizes.agent_short, sizes.agent_long, sizes.repeat,
+                                      long_memory=sizes.long_memory),
+        "requests": lambda: request_groups(sizes.requests, sizes.concurrency,
+                                           sizes.request_chunks, sizes.repeat),
+        "memory": lambda: memory_groups(sizes.inflight, sizes.request_chunks, sizes.repeat),
+    }
+    groups: list[Group] = []
+    for section in SECTIONS:
+        if wanted and section not in wanted and not patterns:
+            continue
+        for group in builders[section]():
+            if not wanted or section in wanted or any(p in group.title.lower()
+                                                      for p in patterns):
+                groups.append(group)
+    return groups

@@ -1,0 +1,14 @@
+"""pytest-benchmark: the wire rows of ``python -m benchmarks`` (see ``conftest.py``)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pytest
+
+from .conftest import cases
+
+
+@pytest.mark.parametrize(("group", "case"), cases("wire"))
+def test_wire(run_case: Callable[..., None], group: Any, case: Any) -> None:
+    run_case(group, case)

@@ -1,0 +1,208 @@
+"""The benchmark suite runs and reports what it promises, at tiny sizes (no timing asserts).
+
+``python -m benchmarks`` is measured on purpose outside the test run; here every row runs on a
+handful of chunks so the table, the JSON file and the comparison keep their shape, and every
+contender still returns the result it must (the harness checks that on each run).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.__main__ import main, run
+from benchmarks.harness import (BenchmarkError, Case, Group, Outcome, Progress, Result, measure,
+                                planned_steps)
+from benchmarks.report import (SCHEMA, check_targets, format_compare, format_table, load,
+                               machine, save)
+from benchmarks.suite import SECTIONS, Sizes, build_suite
+
+TINY = Sizes.tiny()
+
+
+@pytest.fixture(scope="module")
+def tiny_run() -> tuple[list[Result], dict[str, Any]]:
+    return run(TINY, progress=False, mode="tiny")
+
+
+def test_every_section_has_its_groups(tiny_run: tuple[list[Result], dict[str, Any]]) -> None:
+    results, _ = tiny_run
+    titles = list(dict.fromkeys(r.group for r in results))
+    heads = [t.split(" ")[0] for t in titles]
+    assert heads.count("wire") == 4
+    assert {"wire · JSON", "wire · SSE", "wire · JSON lines",
+            "wire · MessagePack"} <= set(titles)
+    runner = [t for t in titles if t.startswith("runner")]
+    assert len(runner) == 9
+    for k in (1, 3, 10):
+        assert f"runner · {k} pass-through · sync" in runner
+        assert f"runner · {k} pass-through · async" in runner
+    assert {"runner · 0 processors", "runner · 3 transforms · sync",
+            "runner · 3 transforms · async"} <= set(runner)
+    assert sum(h.startswith("agent.stream") for h in heads) == 1
+    assert sum(h == "requests" for h in heads) == 1
+    assert sum(h == "memory" for h in heads) == 1
+
+
+def test_rows_compare_to_a_baseline_of_their_own_group(
+        tiny_run: tuple[list[Result], dict[str, Any]]) -> None:
+    results, _ = tiny_run
+    by_group: dict[str, dict[str, Result]] = {}
+    for r in results:
+        by_group.setdefault(r.group, {})[r.name] = r
+    for group, rows in by_group.items():
+        assert any(r.baseline is None for r in rows.values()), group
+        for r in rows.values():
+            repeat = TINY.repeat_micro if group.startswith(("wire", "runner")) else TINY.repeat
+            assert len(r.times) == repeat and all(t > 0 for t in r.times)
+            assert r.chunks > 0 and r.chunks_per_s > 0 and r.us_per_chunk > 0
+            if r.baseline is None:
+                assert r.ratio is None
+            else:
+                assert r.baseline in rows and r.ratio is not None and r.ratio > 0
+
+
+def test_runner_groups_hold_every_contender(
+        tiny_run: tuple[list[Result], dict[str, Any]]) -> None:
+    results, _ = tiny_run
+    sync = {r.name for r in results if r.group == "runner · 3 transforms · sync"}
+    assert sync == {"hand loop", "StreamChain.push loop", "hand async gen", "ops.apply",
+                    "reactivex", "aiostream"}
+    asynchronous = {r.name for r in results if r.group == "runner · 3 pass-through · async"}
+    assert asynchronous == sync - {"reactivex"}
+
+
+def test_agent_rows_cover_both_lengths_and_report_flatness(
+        tiny_run: tuple[list[Result], dict[str, Any]]) -> None:
+    results, _ = tiny_run
+    agent = [r for r in results if r.group.startswith("agent.stream")]
+    short, long = f"{TINY.agent_short}", "1k"
+    for n in ("0 processors", "1 pass-through", "3 pass-through", "10 pass-through",
+              "3 transforms"):
+        assert any(r.name == f"agent · {n} · {short}" for r in agent)
+        twin = next(r for r in agent if r.name == f"agent · {n} · {long}")
+        assert twin.baseline == f"agent · {n} · {short}"
+        assert {"early_us", "late_us", "first_ms", "tail_ms"} <= set(twin.metrics)
+    memory = [r for r in results if r.group.startswith("memory")]
+    assert all(r.bytes_per_request is not None and r.bytes_per_request > 0 for r in memory)
+    requests = [r for r in results if r.group.startswith("requests")]
+    assert len(requests) == 4 and all(r.requests_per_s for r in requests)
+
+
+def test_table_has_one_line_per_row(tiny_run: tuple[list[Result], dict[str, Any]]) -> None:
+    results, info = tiny_run
+    table = format_table(results, info)
+    lines = table.splitlines()
+    header = next(line for line in lines if line.startswith("row"))
+    for column in ("chunks/s", "µs/chunk", "req/s", "×base", "baseline", "peak mem"):
+        assert column in header
+    for title in {r.group for r in results}:
+        assert any(line.startswith(title) for line in lines)
+    rows = [line for line in lines if line.startswith("  ") and ("base" in line or "×" in line)]
+    assert len(rows) == len(results)
+    assert info["machine"]["cpus"] and info["machine"]["python"]
+
+
+def test_json_round_trip_and_compare(tiny_run: tuple[list[Result], dict[str, Any]],
+                                     tmp_path: Path) -> None:
+    results, info = tiny_run
+    path = tmp_path / "run.json"
+    save(path, results, info)
+    doc = json.loads(path.read_text())
+    assert doc["schema"] == SCHEMA and doc["mode"] == "tiny"
+    assert set(doc["machine"]) >= {"cpu", "cpus", "python", "os", "streamkit", "commit"}
+    assert doc["sizes"]["agent_long"] == TINY.agent_long
+    row = doc["results"][0]
+    assert set(row) >= {"group", "name", "baseline", "chunks", "median_s", "times_s", "ratio",
+                        "chunks_per_s", "us_per_chunk", "peak_bytes", "metrics"}
+    assert {t["name"] for t in doc["targets"]} >= {"wire encode ≤ 1.2× raw msgspec",
+                                                   "runner sync ≤ 1.3× hand loop"}
+    loaded, rest = load(path)
+    assert [(r.group, r.name, r.times) for r in loaded] == \
+        [(r.group, r.name, r.times) for r in results]
+    assert rest["machine"] == info["machine"]
+    text = format_compare(loaded, results, "a", "b")
+    assert all(r.name[:56] in text for r in results)
+
+
+def test_command_line_writes_json_and_compares(tmp_path: Path) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    path = tmp_path / "wire.json"
+    assert main(["--tiny", "--only", "wire", "--json", str(path)], stdout=out, stderr=err) == 0
+    text = out.getvalue()
+    assert "wire · MessagePack" in text and "runner ·" not in text and "targets:" in text
+    assert err.getvalue()  # the progress went to stderr, not into the table
+    compare = io.StringIO()
+    assert main(["--compare", str(path), str(path)], stdout=compare) == 0
+    assert "+0.0%" in compare.getvalue()
+
+
+def test_only_selects_sections_and_title_parts() -> None:
+    assert {g.title.split(" ")[0] for g in build_suite(TINY, ["wire"])} == {"wire"}
+    titles = [g.title for g in build_suite(TINY, ["transforms"])]
+    assert titles == ["runner · 3 transforms · sync", "runner · 3 transforms · async"]
+    assert len(build_suite(TINY)) == sum(len(build_suite(TINY, [s])) for s in SECTIONS)
+
+
+def test_a_contender_that_returns_something_else_fails_loudly() -> None:
+    calls = iter([1, 1, 2])
+    group = Group("g", [Case("base", lambda: 1, 10, expect=1),
+                        Case("liar", lambda: next(calls), 10, baseline="base")], repeat=2)
+    with pytest.raises(BenchmarkError, match="runs disagree"):
+        measure(group)
+    wrong = Group("g", [Case("base", lambda: 2, 10, expect=1)], repeat=1)
+    with pytest.raises(BenchmarkError, match="expected 1"):
+        measure(wrong)
+
+
+def test_harness_interleaves_and_reports_metrics() -> None:
+    order: list[str] = []
+
+    def case(name: str) -> Case:
+        def fn() -> Outcome:
+            order.append(name)
+            return Outcome(0, {"m": float(len(order))})
+        return Case(name, fn, 5, memory=False)
+
+    group = Group("g", [case("a"), case("b"), case("c")], repeat=3)
+    results = measure(group)
+    assert order[3:] == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    assert all("m" in r.metrics for r in results)
+    assert planned_steps([group]) == 3 * (1 + 3)
+
+
+def test_progress_bar_draws_on_a_terminal() -> None:
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Tty()
+    bar = Progress(4, stream=stream, width=8)
+    bar.step("row", "group")
+    bar.step("row", "group")
+    assert "[####----]  50%  2/4" in stream.getvalue()
+    bar.close()
+
+
+def test_targets_are_judged_from_rows_present(
+        tiny_run: tuple[list[Result], dict[str, Any]]) -> None:
+    results, _ = tiny_run
+    names = {t.name for t in check_targets(results)}
+    assert names == {"wire encode ≤ 1.2× raw msgspec", "wire encode ≥ 4× faster than json",
+                     "runner sync ≤ 1.3× hand loop", "runner sync faster than reactivex",
+                     "agent.stream 3 transforms ≥ 500k chunks/s",
+                     "per-chunk cost flat (long ≤ 1.2× short)"}
+    assert machine()["cpus"]
+
+
+def test_hand_written_uppercase_builds_the_same_chunks_as_ops_map_text() -> None:
+    from benchmarks.workloads import text_chunks, transforms, upper_chunk
+
+    hook = transforms()[0].process_output_stream
+    chunks = text_chunks(30)
+    assert [hook(c) for c in chunks] == [upper_chunk(c) for c in chunks]
+    assert all(upper_chunk(c).payload.text == c.payload.text.upper() for c in chunks)
