@@ -245,6 +245,7 @@ class Agent:
         self.max_processor_retries = max_processor_retries
         self.max_steps = max_steps
         self.memory = memory
+        self._graphs: dict[tuple[Any, ...], Graph] = {}
         self.defaults = {"tool_choice": tool_choice, "active_tools": active_tools,
                          "model_settings": model_settings, "provider_options": provider_options,
                          "structured_output": structured_output, "prepare_step": prepare_step}
@@ -312,7 +313,20 @@ class Agent:
 
     def graph(self, **options: Any) -> Graph:
         """The loop this agent runs, with the processors at each node (per-call options apply)."""
-        return build_graph(self._config(options), title=f"agent {self.id}")
+        return self._graph(self._config(options))
+
+    def _graph(self, cfg: RunConfig) -> Graph:
+        """The loop graph for ``cfg``, built once per shape of processor lists (building and
+        validating it per call cost more than a short request's chunks)."""
+        key = tuple(tuple((s.id, tuple(s.hooks)) for s in specs) for specs in (
+            cfg.input_specs, cfg.output_specs, cfg.error_specs)) + (
+            cfg.prepare_step is not None, cfg.memory is not None)
+        graph = self._graphs.get(key)
+        if graph is None:
+            if len(self._graphs) >= 64:  # lists built from request_context can vary a lot
+                self._graphs.clear()
+            graph = self._graphs[key] = build_graph(cfg, title=f"agent {self.id}")
+        return graph
 
     # ------------------------------------------------------------------ running
 
@@ -373,7 +387,7 @@ class Agent:
             return st
 
         def run() -> AsyncIterator[Any]:
-            return drive(cfg, prepare, build_graph(cfg, title=f"agent {self.id}"))
+            return drive(cfg, prepare, self._graph(cfg))
 
         def finish() -> AgentResult:
             st = holder.get("st")

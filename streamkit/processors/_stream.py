@@ -76,10 +76,15 @@ _HAS_TEXT = "(out.__class__ is text_cls or (out.__class__ is list and any(o.__cl
 
 
 def _body(hooks: Sequence[HookSpec], multi: Sequence[bool], start: int, timed: bool,
-          is_async: bool, prefix: str, indent: str, probe: bool = False) -> list[str]:
+          is_async: bool, prefix: str, indent: str, probe: bool = False,
+          loop_tail: list[str] | None = None) -> list[str]:
     """The chain from processor ``start`` on, as statements (``prefix`` names entry points).
-    ``probe`` also notes when the first text delta enters and leaves each processor."""
+    ``probe`` also notes when the first text delta enters and leaves each processor.
+    With ``loop_tail`` the body sits inside a ``for`` loop of a generator: a dropped chunk
+    ``continue``s, fanned-out chunks are yielded, and ``loop_tail`` (which yields ``part``) ends
+    it."""
     lines: list[str] = []
+    drop = "    continue" if loop_tail is not None else "    return None"
     for i in range(start, len(hooks)):
         hook = hooks[i]
         aw = "await " if hook.is_async else ""
@@ -99,16 +104,21 @@ def _body(hooks: Sequence[HookSpec], multi: Sequence[bool], start: int, timed: b
                       f"st{i}.sampled += 1", f"st{i}.ns += t1"]
         if probe:
             lines.append(f"if not st{i}.text_out_ns and {_HAS_TEXT}: st{i}.text_out_ns = pc()")
-        lines += ["if out is None:", f"    st{i}.dropped += 1", "    return None"]
+        lines += ["if out is None:", f"    st{i}.dropped += 1", drop]
         if multi[i]:
             call = f"{'await ' if is_async else ''}{prefix}{i + 1}(p)"
             lines += ["if out.__class__ is list:", f"    st{i}.fanout += len(out) - 1",
                       "    acc = []", "    for p in out:", f"        r = {call}",
                       "        if r is None: continue",
                       "        if r.__class__ is list: acc.extend(r)",
-                      "        else: acc.append(r)", "    return acc"]
+                      "        else: acc.append(r)"]
+            if loop_tail is None:
+                lines.append("    return acc")
+            else:
+                lines += ["    for part in acc:", *("        " + t for t in loop_tail),
+                          "    continue"]
         lines.append("part = out")
-    lines.append("return part")
+    lines += loop_tail if loop_tail is not None else ["return part"]
     return [indent + line for line in lines]
 
 
@@ -125,7 +135,8 @@ def _compile(hooks: Sequence[HookSpec], multi: Sequence[bool], timing: str, disp
     is_async = any(h.is_async for h in hooks)
     d = "async def" if is_async else "def"
     aw = "await " if is_async else ""
-    lines = ["def factory(fns, consts, stats, ctx, fail, pc, data_cls, run_data, text_cls):"]
+    lines = ["def factory(fns, consts, stats, ctx, fail, pc, data_cls, run_data, text_cls, "
+             "TripWire):"]
     for i, hook in enumerate(hooks):
         lines += [f"    f{i} = fns[{i}]", f"    st{i} = stats[{i}]"]
         if hook.wants_all or "stream_parts" in hook.params:
@@ -167,10 +178,49 @@ def _compile(hooks: Sequence[HookSpec], multi: Sequence[bool], timing: str, disp
     elif timing == "always":
         lines += ["        nonlocal n", "        n += 1"]
     lines += _body(hooks, multi, 0, timing == "always", is_async, "rest", "        ")
-    lines.append("    return push, count, arm")
+    if timing == "off":
+        lines += _loop(hooks, multi, dispatch, is_async)
+    else:
+        lines.append("    loop = None")
+    lines.append("    return push, count, arm, loop")
     namespace: dict[str, Any] = {}
     exec(compile("\n".join(lines), f"<streamkit fused chain x{n}>", "exec"), namespace)
     return namespace["factory"]  # type: ignore[no-any-return]
+
+
+def _loop(hooks: Sequence[HookSpec], multi: Sequence[bool], dispatch: bool, is_async: bool
+          ) -> list[str]:
+    """A whole standalone run as one generator: the source loop with the chain inlined, so a
+    chunk costs no call at all beyond the hooks themselves (``ops.apply`` with timing off).
+
+    ``loop(source, is_list, pending, on_trip, on_end, on_close)``: ``pending`` holds chunks the
+    stream hooks' writer wrote (yielded before the chunk being processed); ``on_trip(tw)``
+    returns the tripwire chunk; ``on_end()`` returns what is left at the end (flushed chunks);
+    ``on_close()`` runs however the loop ends."""
+    aw = "await " if is_async else ""
+    tail = ["if pending:", "    for w in pending:", "        yield w", "    pending.clear()",
+            "yield part"]
+    out: list[str] = []
+    for kind in ("list", "aiter"):
+        head = "for part in source:" if kind == "list" else "async for part in source:"
+        out.append(f"    async def loop_{kind}(source, pending, on_trip, on_end, on_close):")
+        out += ["        try:", "            try:", f"                {head}"]
+        if dispatch:
+            out += ["                    if part.__class__ is data_cls:",
+                    f"                        out = {aw}run_data(part)",
+                    "                        if out is None: continue",
+                    "                        for part in (out if out.__class__ is list "
+                    "else (out,)):",
+                    *("                            " + t for t in tail),
+                    "                        continue"]
+        out += _body(hooks, multi, 0, False, is_async, "rest", "                    ",
+                     loop_tail=tail)
+        out += ["                for part in await on_end():", "                    yield part",
+                "            except TripWire as tw:", "                yield await on_trip(tw)",
+                "        finally:", "            await on_close()"]
+    out += ["    def loop(source, is_list, *args):",
+            "        return (loop_list if is_list else loop_aiter)(source, *args)"]
+    return out
 
 
 class _Ctx:
@@ -182,7 +232,8 @@ class _Ctx:
 
 def _bind(specs: Sequence[ProcessorSpec], runtime: RequestRuntime, writer: Any,
           message_list: Any, ctx: _Ctx, timing: str, run_data: Any, is_async: bool
-          ) -> tuple[Callable[..., Any], Callable[[], int], Callable[[], None], list[StreamStats]]:
+          ) -> tuple[Callable[..., Any], Callable[[], int], Callable[[], None], list[StreamStats],
+                     Callable[..., Any] | None]:
     from ..chunks import DataChunk, TextDelta
 
     hooks = [s.hooks[HOOK] for s in specs]
@@ -202,8 +253,9 @@ def _bind(specs: Sequence[ProcessorSpec], runtime: RequestRuntime, writer: Any,
     def fail(i: int, exc: BaseException) -> BaseException:
         return hook_failure(specs[i].id, HOOK, exc)
 
-    push, count, arm = factory([h.fn for h in hooks], consts, stats, ctx, fail,
-                               time.perf_counter_ns, DataChunk, run_data, TextDelta)
+    push, count, arm, loop = factory([h.fn for h in hooks], consts, stats, ctx, fail,
+                                     time.perf_counter_ns, DataChunk, run_data, TextDelta,
+                                     TripWire)
     if is_async and not any(h.is_async for h in hooks):
         # One calling convention per chain: an async main chain needs an awaitable data chain.
         sync_push = push
@@ -211,7 +263,7 @@ def _bind(specs: Sequence[ProcessorSpec], runtime: RequestRuntime, writer: Any,
         async def push(part: Any) -> Any:  # type: ignore[no-redef]
             return sync_push(part)
 
-    return push, count, arm, stats
+    return push, count, arm, stats, loop
 
 
 class StreamChain:
@@ -241,10 +293,10 @@ class StreamChain:
         self.ctx = _Ctx()
         data_specs = [s for s in self.specs if s.process_data_parts]
         self.is_async = any(s.hooks[HOOK].is_async for s in self.specs)
-        run_data, self._data_count, _, self._data_stats = _bind(
+        run_data, self._data_count, _, self._data_stats, _ = _bind(
             data_specs, runtime, writer, message_list, self.ctx,
             "always" if self.timed else "off", None, self.is_async)
-        self.push, self._count, self._arm, self._main_stats = _bind(
+        self.push, self._count, self._arm, self._main_stats, self.loop = _bind(
             self.specs, runtime, writer, message_list, self.ctx,
             "sampled" if self.timed else "off", run_data, self.is_async)
         self._data_index = [self.specs.index(s) for s in data_specs]
