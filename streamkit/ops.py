@@ -26,7 +26,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
 import msgspec
 from msgspec import UNSET
 
-from .chunks import TextDelta, TripwireChunk
+from .chunks import CHUNK_TYPES, DataChunk, TextDelta, TripwireChunk
 from .errors import StreamkitError
 from .processors import (Pipeline, Processor, RequestRuntime, StreamChain, TripWire, Writer,
                          flatten_processors, is_async_callable, register)
@@ -63,10 +63,33 @@ def _op_id(kind: str, fn: Any = None, id: str | None = None) -> str:
     return f"{kind}{suffix}#{next(_counter)}"
 
 
-def _types(types: Iterable[str] | str | None) -> frozenset[str] | None:
-    if types is None:
-        return None
-    return frozenset([types] if isinstance(types, str) else types)
+class _TypeSet:
+    """The chunk types an operator applies to, checked by class (``part.__class__ in classes``
+    costs less than reading ``part.type``); ``data-*`` names are matched by string."""
+
+    __slots__ = ("classes", "data", "names")
+
+    def __init__(self, types: Iterable[str] | str) -> None:
+        names = frozenset([types] if isinstance(types, str) else types)
+        unknown = sorted(t for t in names if t not in CHUNK_TYPES and not t.startswith("data-"))
+        if unknown:
+            import difflib
+
+            hint = difflib.get_close_matches(unknown[0], sorted(CHUNK_TYPES), n=1)
+            raise ValueError(f"unknown chunk type(s) {unknown} in types=; "
+                             f"{'did you mean ' + repr(hint[0]) + '? ' if hint else ''}"
+                             f"expected wire types like 'text-delta' or 'data-<name>'")
+        self.names = names
+        self.classes = frozenset(CHUNK_TYPES[t] for t in names if t in CHUNK_TYPES)
+        self.data = frozenset(t for t in names if t.startswith("data-"))
+
+    def __contains__(self, part: Any) -> bool:
+        cls = part.__class__
+        return cls in self.classes or (cls is DataChunk and part.type in self.data)
+
+
+def _types(types: Iterable[str] | str | None) -> _TypeSet | None:
+    return None if types is None else _TypeSet(types)
 
 
 class _Operator(Processor):
@@ -88,18 +111,19 @@ class _Operator(Processor):
         return f"ops.{self.kind}({getattr(self.fn, '__name__', self.fn)!r}, id={self.id!r})"
 
 
-def _gate(types: frozenset[str] | None, hook: Callable[..., Any], is_async: bool
+def _gate(types: _TypeSet | None, hook: Callable[..., Any], is_async: bool
           ) -> Callable[..., Any]:
-    """Restrict ``hook`` to chunks whose ``type`` is in ``types`` (others pass untouched)."""
+    """Restrict ``hook`` to chunks of ``types`` (others pass untouched)."""
     if types is None:
         return hook
+    classes = types.classes
     if is_async:
         async def gated_async(part: Any) -> Any:
-            return await hook(part) if part.type in types else part
+            return await hook(part) if part.__class__ in classes or part in types else part
         return gated_async
 
     def gated(part: Any) -> Any:
-        return hook(part) if part.type in types else part
+        return hook(part) if part.__class__ in classes or part in types else part
     return gated
 
 
@@ -247,13 +271,13 @@ class scan(_Operator):
         types_ = self.types
         if self.is_async:
             async def hook_async(part: Any, state: dict[str, Any]) -> Any:
-                if types_ is None or part.type in types_:
+                if types_ is None or part.__class__ in types_.classes or part in types_:
                     state[key] = await fn(state.get(key, seed), part)
                 return part
             self.process_output_stream = hook_async
         else:
             def hook(part: Any, state: dict[str, Any]) -> Any:
-                if types_ is None or part.type in types_:
+                if types_ is None or part.__class__ in types_.classes or part in types_:
                     state[key] = fn(state.get(key, seed), part)
                 return part
             self.process_output_stream = hook
@@ -347,7 +371,7 @@ class take(Processor):
         types_ = _types(types)
 
         def hook(part: Any, state: dict[str, Any]) -> Any:
-            if types_ is not None and part.type not in types_:
+            if types_ is not None and part not in types_:
                 return part
             seen = state.get("seen", 0) + 1
             state["seen"] = seen
@@ -371,7 +395,7 @@ class skip(Processor):
         types_ = _types(types)
 
         def hook(part: Any, state: dict[str, Any]) -> Any:
-            if types_ is not None and part.type not in types_:
+            if types_ is not None and part not in types_:
                 return part
             seen = state.get("seen", 0) + 1
             state["seen"] = seen
@@ -503,9 +527,12 @@ class map_text(_Operator):
                 return part
             self.process_output_stream = hook_async
         else:
+            delta, replace = TextDelta, _replace
+
             def hook(part: Any) -> Any:
-                if part.__class__ is TextDelta:
-                    return with_text(part, fn(part.payload.text))
+                if part.__class__ is delta:
+                    p = part.payload  # with_text, inlined: this is the per-chunk path
+                    return replace(part, payload=replace(p, text=fn(p.text)))
                 return part
             self.process_output_stream = hook
 

@@ -279,3 +279,16 @@ class TestCleanup:
             await task
         await applied.aclose()
         assert closed == [True] and asyncgens.open() == []
+
+
+def test_unknown_chunk_type_in_types_is_an_error() -> None:
+    with pytest.raises(ValueError, match="did you mean 'text-delta'"):
+        ops.map(lambda c: c, types="text_delta")
+
+
+async def test_types_match_data_chunks_by_name() -> None:
+    seen: list[str] = []
+    op = ops.tap(lambda c: seen.append(c.type), types=["data-a", "tool-call"], data=True)
+    await collect([DataChunk(type="data-a", data=1), DataChunk(type="data-b", data=2),
+                   td("x"), ToolCall(tool_call_id="c", tool_name="t", args={})], op)
+    assert seen == ["data-a", "tool-call"]
