@@ -29,20 +29,7 @@ from ._token_limiter import TokenLimiter
 from ._tool_call_filter import ToolCallFilter
 from ._unicode_normalizer import UnicodeNormalizer
 
-__version__ = "0.1.0"
-
-__all__ = [
-    "__version__",
-    # -- prompt hygiene, budgets, caching, structuring, provider quirks
-    "UnicodeNormalizer", "SystemPromptScrubber", "TokenLimiter", "BatchParts",
-    "StructuredOutput", "ToolCallFilter", "CostGuard", "Price", "InMemoryUsageStore",
-    "SQLiteUsageStore", "ResponseCache", "InMemoryCache", "SQLiteCache",
-    "PrefillErrorHandler", "is_prefill_error",
-]
-
-# -- guards: PII, regex, moderation, injection, language, latency budgets ------------------
-# (this block is maintained with the guards: _redact, _holdback, _pii, _regex, _vault, _budget,
-#  _moderation, _injection, _language)
+# -- guards: PII, regex, moderation, injection, language, latency budgets -------------------
 from ._budget import Buffering, StreamGuard, WindowGuard, format_report, latency_report
 from ._holdback import HoldbackGuard, RedactingGuard
 from ._injection import INJECTION_TYPES, InjectionEvent, PromptInjectionDetector
@@ -53,7 +40,16 @@ from ._redact import Detection, HoldbackScanner, Rule, find_all
 from ._regex import PRESETS, RegexFilter
 from ._vault import PlaceholderVault, RestorePlaceholders
 
-__all__ += [
+__version__ = "0.1.0"
+
+__all__ = [
+    "__version__",
+    # -- prompt hygiene, budgets, caching, structuring, provider quirks
+    "UnicodeNormalizer", "SystemPromptScrubber", "TokenLimiter", "BatchParts",
+    "StructuredOutput", "ToolCallFilter", "CostGuard", "Price", "InMemoryUsageStore",
+    "SQLiteUsageStore", "ResponseCache", "InMemoryCache", "SQLiteCache",
+    "PrefillErrorHandler", "is_prefill_error",
+    # -- guards
     "PIIDetector", "PII_TYPES", "mask_value", "RegexFilter", "PRESETS", "Rule", "Detection",
     "find_all", "HoldbackScanner", "HoldbackGuard", "RedactingGuard", "PlaceholderVault",
     "RestorePlaceholders", "ModerationProcessor", "MODERATION_CATEGORIES",
