@@ -198,8 +198,11 @@ def _loop(hooks: Sequence[HookSpec], multi: Sequence[bool], dispatch: bool, is_a
     returns the tripwire chunk; ``on_end()`` returns what is left at the end (flushed chunks);
     ``on_close()`` runs however the loop ends."""
     aw = "await " if is_async else ""
+    # Only hooks that ask for ``writer`` can fill ``pending`` mid-stream (``on_end`` drains the
+    # rest), so the check is generated only for them.
+    writes = any(h.wants_all or "writer" in h.params for h in hooks)
     tail = ["if pending:", "    for w in pending:", "        yield w", "    pending.clear()",
-            "yield part"]
+            "yield part"] if writes else ["yield part"]
     out: list[str] = []
     for kind in ("list", "aiter"):
         head = "for part in source:" if kind == "list" else "async for part in source:"
@@ -296,6 +299,8 @@ class StreamChain:
         run_data, self._data_count, _, self._data_stats, _ = _bind(
             data_specs, runtime, writer, message_list, self.ctx,
             "always" if self.timed else "off", None, self.is_async)
+        if len(data_specs) == len(self.specs):
+            run_data = None  # every stream processor sees data chunks: no dispatch needed
         self.push, self._count, self._arm, self._main_stats, self.loop = _bind(
             self.specs, runtime, writer, message_list, self.ctx,
             "sampled" if self.timed else "off", run_data, self.is_async)
