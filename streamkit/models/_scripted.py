@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Sequence
@@ -77,21 +78,13 @@ def api_error(status_code: int, message: str, body: str | None = None, *,
 ScriptStep = Any  # _Text | _Reasoning | _ToolCall | _APIError | list of those
 
 
+_DELTA = re.compile(r"\s*\S+|\s+")
+
+
 def _split_words(content: str) -> list[str]:
-    out: list[str] = []
-    start = 0
-    n = len(content)
-    i = 0
-    while i < n:
-        # a delta is leading whitespace + one word
-        j = i
-        while j < n and content[j].isspace():
-            j += 1
-        while j < n and not content[j].isspace():
-            j += 1
-        out.append(content[start:j])
-        start = i = j
-    return out
+    """Word deltas: each is leading whitespace + one word (``"Hello world"`` → ``"Hello"``,
+    ``" world"``); trailing whitespace is a delta of its own, so nothing is lost."""
+    return _DELTA.findall(content)
 
 
 def _input_tokens(request: ModelRequest) -> int:

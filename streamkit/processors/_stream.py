@@ -296,6 +296,7 @@ class StreamChain:
         self.ctx = _Ctx()
         data_specs = [s for s in self.specs if s.process_data_parts]
         self.is_async = any(s.hooks[HOOK].is_async for s in self.specs)
+        run_data: Callable[..., Any] | None
         run_data, self._data_count, _, self._data_stats, _ = _bind(
             data_specs, runtime, writer, message_list, self.ctx,
             "always" if self.timed else "off", None, self.is_async)
