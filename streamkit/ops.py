@@ -19,6 +19,7 @@ as the per-chunk engine.
 from __future__ import annotations
 
 import asyncio
+import operator
 import re
 import time
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
@@ -355,7 +356,29 @@ class batch(Processor):
         return [merged]
 
 
-class take(Processor):
+class _Counted(Processor):
+    """``take``/``skip``: count the chunks (of ``types``) in the request's state and keep those
+    for which ``keeps(count, n)`` holds; chunks of other types pass."""
+
+    stream_params = ("part", "state")
+
+    def __init__(self, kind: str, keeps: Callable[[int, int], bool], n: int, *,
+                 id: str | None, types: Iterable[str] | str | None) -> None:
+        if not isinstance(n, int) or n < 0:
+            raise ValueError(f"ops.{kind} takes a count >= 0, got {n!r}")
+        super().__init__(id or _op_id(kind))
+        types_ = _types(types)
+
+        def hook(part: Any, state: dict[str, Any]) -> Any:
+            if types_ is not None and part not in types_:
+                return part
+            seen = state.get("seen", 0) + 1
+            state["seen"] = seen
+            return part if keeps(seen, n) else None
+        self.process_output_stream = hook
+
+
+class take(_Counted):
     """Pass the first ``n`` chunks (of ``types``, if given), drop the rest.
 
     Marble::
@@ -363,23 +386,12 @@ class take(Processor):
         --a--b--c--|   take(2)   --a--b-----|
     """
 
-    stream_params = ("part", "state")
-
     def __init__(self, n: int, *, id: str | None = None,
                  types: Iterable[str] | str | None = None) -> None:
-        super().__init__(id or _op_id("take"))
-        types_ = _types(types)
-
-        def hook(part: Any, state: dict[str, Any]) -> Any:
-            if types_ is not None and part not in types_:
-                return part
-            seen = state.get("seen", 0) + 1
-            state["seen"] = seen
-            return part if seen <= n else None
-        self.process_output_stream = hook
+        super().__init__("take", operator.le, n, id=id, types=types)  # count <= n
 
 
-class skip(Processor):
+class skip(_Counted):
     """Drop the first ``n`` chunks (of ``types``, if given), pass the rest.
 
     Marble::
@@ -387,20 +399,9 @@ class skip(Processor):
         --a--b--c--|   skip(2)   --------c--|
     """
 
-    stream_params = ("part", "state")
-
     def __init__(self, n: int, *, id: str | None = None,
                  types: Iterable[str] | str | None = None) -> None:
-        super().__init__(id or _op_id("skip"))
-        types_ = _types(types)
-
-        def hook(part: Any, state: dict[str, Any]) -> Any:
-            if types_ is not None and part not in types_:
-                return part
-            seen = state.get("seen", 0) + 1
-            state["seen"] = seen
-            return part if seen > n else None
-        self.process_output_stream = hook
+        super().__init__("skip", operator.gt, n, id=id, types=types)  # count > n
 
 
 class take_while(_Operator):

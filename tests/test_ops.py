@@ -292,3 +292,10 @@ async def test_types_match_data_chunks_by_name() -> None:
     await collect([DataChunk(type="data-a", data=1), DataChunk(type="data-b", data=2),
                    td("x"), ToolCall(tool_call_id="c", tool_name="t", args={})], op)
     assert seen == ["data-a", "tool-call"]
+
+
+def test_take_and_skip_need_a_count() -> None:
+    with pytest.raises(ValueError, match="count >= 0"):
+        ops.take(-1)
+    with pytest.raises(ValueError, match="count >= 0"):
+        ops.skip("3")  # type: ignore[arg-type]
