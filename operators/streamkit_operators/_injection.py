@@ -17,9 +17,8 @@ from typing import Any, Callable, Sequence
 
 from streamkit import Processor
 
-from ._model_check import ERROR_STRATEGIES, ask_json, check_choice, on_check_failure
-from ._model_guard import (checked_messages, format_scores, message_text, replace_text,
-                           safe_call, scores_of)
+from ._model_check import ERROR_STRATEGIES, ask_json, check_choice
+from ._model_guard import check_each, format_scores, replace_text, safe_call, scores_of
 
 __all__ = ["PromptInjectionDetector", "InjectionEvent", "INJECTION_TYPES"]
 
@@ -138,18 +137,12 @@ class PromptInjectionDetector(Processor):
 
     async def process_input(self, messages: list[Any], state: dict[str, Any],
                             abort: Any) -> Any:
-        targets = {id(m) for m in checked_messages(messages, self.last_message_only)}
         kept, changed = [], False
-        for message in messages:
-            text = message_text(message) if id(message) in targets else ""
-            if not text.strip():
-                kept.append(message)
-                continue
-            try:
-                result = await self.detect(text)
-            except Exception as exc:  # noqa: BLE001 - error_strategy decides
-                state.setdefault("errors", []).append(f"{type(exc).__name__}: {exc}")
-                on_check_failure("Prompt injection detection", exc, self.error_strategy, abort)
+        async for message, text, result in check_each(
+                messages, last_message_only=self.last_message_only, min_length=1,
+                check=self.detect, failure_name="Prompt injection detection",
+                error_strategy=self.error_strategy, abort=abort, state=state):
+            if result is None:
                 kept.append(message)
                 continue
             flagged = result["flagged"]

@@ -15,8 +15,8 @@ from typing import Any, Sequence
 
 from streamkit import Processor
 
-from ._model_check import ERROR_STRATEGIES, ask_json, check_choice, on_check_failure
-from ._model_guard import checked_messages, message_text, replace_text
+from ._model_check import ERROR_STRATEGIES, ask_json, check_choice
+from ._model_guard import check_each, replace_text
 
 __all__ = ["LanguageDetector", "LANGUAGES"]
 
@@ -128,15 +128,12 @@ class LanguageDetector(Processor):
 
     async def process_input(self, messages: list[Any], state: dict[str, Any],
                             abort: Any) -> Any:
-        for message in checked_messages(messages, self.last_message_only):
-            text = message_text(message)
-            if len(text.strip()) < self.min_text_length:
-                continue
-            try:
-                result = await self.detect(text)
-            except Exception as exc:  # noqa: BLE001 - error_strategy decides
-                state.setdefault("errors", []).append(f"{type(exc).__name__}: {exc}")
-                on_check_failure("Language detection", exc, self.error_strategy, abort)
+        async for message, text, result in check_each(
+                messages, last_message_only=self.last_message_only,
+                min_length=self.min_text_length, check=self.detect,
+                failure_name="Language detection", error_strategy=self.error_strategy,
+                abort=abort, state=state):
+            if result is None:
                 continue
             confidence = float(result["confidence"])
             code = _code(str(result.get("iso_code") or ""))

@@ -9,13 +9,13 @@ What belongs here: message plumbing and answer parsing for ``ModerationProcessor
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 
 from streamkit import get_text
 from streamkit.messages import TextPart
 
 __all__ = ["checked_messages", "message_text", "replace_text", "scores_of", "safe_call",
-           "format_scores"]
+           "format_scores", "check_each"]
 
 log = logging.getLogger("streamkit_operators")
 
@@ -23,6 +23,31 @@ log = logging.getLogger("streamkit_operators")
 def checked_messages(messages: Sequence[Any], last_message_only: bool) -> list[Any]:
     """The messages a guard checks: all of them, or only the last one."""
     return list(messages[-1:]) if last_message_only else list(messages)
+
+
+async def check_each(messages: Sequence[Any], *, last_message_only: bool, min_length: int,
+                     check: Callable[[str], Awaitable[Any]], failure_name: str,
+                     error_strategy: str, abort: Any, state: dict[str, Any]
+                     ) -> AsyncIterator[tuple[Any, str, Any]]:
+    """Run ``check(text)`` on each message a guard reads, yielding ``(message, text, result)``
+    for every message in order; ``result`` is ``None`` for a message that was not checked (not
+    among the checked ones, too short) or whose check failed — a failure is recorded in
+    ``state["errors"]`` and handled by ``error_strategy`` (``strict`` aborts here)."""
+    from ._model_check import on_check_failure
+
+    targets = {id(m) for m in checked_messages(messages, last_message_only)}
+    for message in messages:
+        text = message_text(message) if id(message) in targets else ""
+        if len(text.strip()) < max(min_length, 1):
+            yield message, text, None
+            continue
+        try:
+            result = await check(text)
+        except Exception as exc:  # noqa: BLE001 - error_strategy decides
+            state.setdefault("errors", []).append(f"{type(exc).__name__}: {exc}")
+            on_check_failure(failure_name, exc, error_strategy, abort)
+            result = None
+        yield message, text, result
 
 
 def message_text(message: Any) -> str:

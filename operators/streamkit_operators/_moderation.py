@@ -19,8 +19,8 @@ import logging
 from typing import Any, Callable, Sequence
 
 from ._budget import Buffering, Window, WindowGuard
-from ._model_check import ERROR_STRATEGIES, ask_json, check_choice, on_check_failure
-from ._model_guard import checked_messages, format_scores, message_text, scores_of
+from ._model_check import ERROR_STRATEGIES, ask_json, check_choice
+from ._model_guard import check_each, format_scores, scores_of
 
 __all__ = ["ModerationProcessor", "MODERATION_CATEGORIES"]
 
@@ -143,20 +143,11 @@ class ModerationProcessor(WindowGuard):
 
     async def _moderate_input(self, messages: list[Any], state: dict[str, Any],
                               abort: Any) -> Any:
-        targets = {id(m) for m in checked_messages(messages, self.last_message_only)}
         kept, dropped = [], False
-        for message in messages:
-            text = message_text(message) if id(message) in targets else ""
-            if not text.strip():
-                kept.append(message)
-                continue
-            try:
-                result = await self.moderate(text)
-            except Exception as exc:  # noqa: BLE001 - error_strategy decides
-                state.setdefault("errors", []).append(f"{type(exc).__name__}: {exc}")
-                on_check_failure(self.failure_name, exc, self.error_strategy, abort)
-                kept.append(message)
-                continue
+        async for message, _, result in check_each(
+                messages, last_message_only=self.last_message_only, min_length=1,
+                check=self.moderate, failure_name=self.failure_name,
+                error_strategy=self.error_strategy, abort=abort, state=state):
             if result is None:
                 kept.append(message)
                 continue
