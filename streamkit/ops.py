@@ -11,26 +11,25 @@ Marble diagrams read left to right; ``|`` ends the stream, ``X`` is a tripwire::
     --a--b--c--|   filter(not b)      --a-----c--|
     --a--b--c--|   abort(is b)        --a--X|
 
-What does not belong here: the per-chunk engine (``streamkit.processors._stream``) and the agent.
+Standalone running and the reactivex/aiostream bridges live in ``streamkit._apply`` and are
+re-exported here. What does not belong here: the per-chunk engine
+(``streamkit.processors._stream``) and the agent.
 aiostream and reactivex are used at the edges only (merging sources, Observable bridges), never
 as the per-chunk engine.
 """
 
 from __future__ import annotations
 
-import asyncio
 import operator
 import re
 import time
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import msgspec
-from msgspec import UNSET
 
-from .chunks import CHUNK_TYPES, DataChunk, TextDelta, TripwireChunk
-from .errors import StreamkitError
-from .processors import (Pipeline, Processor, RequestRuntime, StreamChain, TripWire, Writer,
-                         flatten_processors, is_async_callable, register)
+from ._apply import AppliedStream, apply, from_observable, merge, to_observable
+from .chunks import CHUNK_TYPES, DataChunk, TextDelta
+from .processors import Pipeline, Processor, TripWire, is_async_callable
 
 __all__ = [
     "map", "filter", "drop", "abort", "tap", "scan", "batch", "take", "skip", "take_while",
@@ -536,244 +535,6 @@ class map_text(_Operator):
                     return replace(part, payload=replace(p, text=fn(p.text)))
                 return part
             self.process_output_stream = hook
-
-
-# --------------------------------------------------------------------------- standalone runs
-
-
-async def _aiter_source(source: Any) -> AsyncIterator[Any]:
-    if hasattr(source, "__aiter__"):
-        iterator = source.__aiter__()
-        try:
-            async for item in iterator:
-                yield item
-        finally:
-            # ``async for`` does not close what it iterates; an early stop must close the source.
-            closer = getattr(iterator, "aclose", None)
-            if closer is not None:
-                await closer()
-    elif hasattr(source, "subscribe") and hasattr(source, "pipe"):
-        async for item in from_observable(source):
-            yield item
-    elif isinstance(source, Iterable):
-        for item in source:
-            yield item
-    else:
-        raise StreamkitError(
-            f"ops.apply needs an async iterable, an iterable or a reactivex Observable of "
-            f"chunks; got {type(source).__name__}")
-
-
-class AppliedStream:
-    """The async iterator ``apply()`` returns. After (or during) iteration, ``state(id)`` gives a
-    processor's state dict, ``trace`` the per-processor records, ``tripwire`` the TripWire that
-    ended it (if any). ``aclose()`` closes the source as well."""
-
-    def __init__(self, source: Any, pipeline: Any, *, request_context: Any, run_id: str,
-                 timed: bool) -> None:
-        self.runtime = RequestRuntime(request_context, run_id=run_id, timed=timed)
-        self.specs = [register(p) for p in flatten_processors(pipeline)]
-        for i, p in enumerate(flatten_processors(pipeline)):
-            try:
-                p.processor_index = i
-            except AttributeError:
-                pass
-        self._pending: list[Any] = []
-        self.writer = Writer(self._pending.append)
-        self.chain = StreamChain(self.specs, self.runtime, writer=self.writer)
-        self.tripwire: TripWire | None = None
-        self._source = source
-        self._gen: Any = self._run()
-
-    def state(self, processor_id: str) -> dict[str, Any]:
-        return self.runtime.state(processor_id)
-
-    @property
-    def trace(self) -> list[Any]:
-        return self.runtime.trace
-
-    def __aiter__(self) -> AsyncIterator[Any]:
-        return self._gen  # type: ignore[no-any-return]
-
-    def __anext__(self) -> Awaitable[Any]:
-        return self._gen.__anext__()  # type: ignore[no-any-return]
-
-    async def aclose(self) -> None:
-        await self._gen.aclose()
-
-    def _run(self) -> Any:
-        """The run's generator. Untimed, it is the chain's compiled loop (the source loop with
-        every stream hook inlined); timed, a loop over ``chain.push`` that records the trace."""
-        src = self._source
-        is_list = isinstance(src, (list, tuple))
-        if not is_list:
-            src = _aiter_source(src)
-        if self.chain.loop is not None:
-            return self.chain.loop(src, is_list, self._pending, self._on_trip, self._on_end,
-                                   lambda: self._on_close(src))
-        return self._run_pushed(src, is_list)
-
-    async def _on_trip(self, tw: TripWire) -> Any:
-        self.tripwire = tw
-        spec = next((s for s in self.specs if s.id == tw.processor_id), None)
-        await self.runtime.violation(spec, tw, "process_output_stream")
-        return TripwireChunk(reason=tw.reason or "", retry=tw.retry,
-                             metadata=UNSET if tw.metadata is None else tw.metadata,
-                             processor_id=tw.processor_id or UNSET,
-                             run_id=self.runtime.run_id, from_="AGENT")
-
-    async def _on_end(self) -> list[Any]:
-        out = await self.chain.flush()
-        out.extend(self._pending)  # what flushing hooks wrote
-        self._pending.clear()
-        return out
-
-    async def _on_close(self, src: Any) -> None:
-        tw = self.tripwire
-        self.chain.record(None, {tw.processor_id: ("tripwire", tw.reason)}
-                          if tw is not None and tw.processor_id else None)
-        closer = getattr(src, "aclose", None)
-        if closer is not None:
-            await closer()
-
-    async def _run_pushed(self, source: Any, is_list: bool) -> AsyncIterator[Any]:
-        chain, pending = self.chain, self._pending
-        push, is_async = chain.push, chain.is_async
-        try:
-            try:
-                if is_list:
-                    source = _aiter_source(source)
-                async for part in source:
-                    out = await push(part) if is_async else push(part)
-                    if pending:
-                        for w in pending:
-                            yield w
-                        pending.clear()
-                    if out is None:
-                        continue
-                    if out.__class__ is list:
-                        for o in out:
-                            yield o
-                    else:
-                        yield out
-                for o in await self._on_end():
-                    yield o
-            except TripWire as tw:
-                yield await self._on_trip(tw)
-        finally:
-            await self._on_close(source)
-
-
-def apply(source: Any, pipeline: Any, *, request_context: Any = None, run_id: str = "",
-          timed: bool = False) -> AppliedStream:
-    """Run ``pipeline`` (a processor, a ``Pipeline`` or a list) over any chunk source, no agent.
-
-    Args:
-        source: an async iterable, an iterable (a list), or a reactivex ``Observable`` of chunks.
-        pipeline: processors/operators; only their ``process_output_stream`` (and
-            ``flush_output_stream``) run, fused into one pass per chunk.
-        request_context: given to hooks that ask for ``request_context``.
-        run_id: put on the tripwire chunk if a processor aborts.
-        timed: record per-processor timing in ``trace`` (off by default: it costs ~100 ns/chunk).
-
-    Returns:
-        An ``AppliedStream`` (async iterator of chunks). A tripwire ends it with a ``tripwire``
-        chunk; a processor that raises makes iteration raise ``ProcessorError``. Closing it early
-        (``break``, ``aclose()``, cancellation) closes the source too.
-
-    Example:
-        >>> async for chunk in ops.apply(chunks, ops.drop(is_reasoning) | Redactor()):
-        ...     print(chunk.type)
-    """
-    return AppliedStream(source, pipeline, request_context=request_context, run_id=run_id,
-                         timed=timed)
-
-
-# --------------------------------------------------------------------------- reactivex bridges
-
-
-def to_observable(source: Any, *, loop: asyncio.AbstractEventLoop | None = None) -> Any:
-    """An ``Observable`` of the chunks of an async iterable, consumed on the asyncio loop.
-
-    Subscribing starts a task on ``loop`` (default: the running loop) that reads the source and
-    calls ``on_next`` for each chunk, then ``on_completed`` (or ``on_error``); disposing the
-    subscription cancels the task and closes the source. Nothing blocks the event loop.
-    """
-    import reactivex
-
-    def subscribe(observer: Any, scheduler: Any = None) -> Any:
-        from reactivex.disposable import Disposable
-
-        the_loop = loop or asyncio.get_running_loop()
-
-        async def pump() -> None:
-            iterator = source.__aiter__()
-            try:
-                async for item in iterator:
-                    observer.on_next(item)
-            except asyncio.CancelledError:
-                raise
-            except BaseException as exc:  # noqa: BLE001 - delivered to the observer
-                observer.on_error(exc)
-                return
-            finally:
-                closer = getattr(iterator, "aclose", None)
-                if closer is not None:
-                    await closer()
-            observer.on_completed()
-
-        task = the_loop.create_task(pump())
-
-        def dispose() -> None:
-            the_loop.call_soon_threadsafe(task.cancel)
-
-        return Disposable(dispose)
-
-    return reactivex.create(subscribe)
-
-
-_DONE = object()
-
-
-async def from_observable(observable: Any) -> AsyncIterator[Any]:
-    """Iterate the items of a reactivex ``Observable`` asynchronously.
-
-    Items may be emitted from any thread; they are handed to the loop with
-    ``call_soon_threadsafe`` and buffered (Rx has no back-pressure). ``on_error`` is raised here;
-    leaving the loop early disposes the subscription.
-    """
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[Any] = asyncio.Queue()
-
-    def put(item: Any) -> None:
-        loop.call_soon_threadsafe(queue.put_nowait, item)
-
-    class _Error:
-        def __init__(self, exc: BaseException) -> None:
-            self.exc = exc
-
-    subscription = observable.subscribe(on_next=put, on_error=lambda e: put(_Error(e)),
-                                        on_completed=lambda: put(_DONE))
-    try:
-        while True:
-            item = await queue.get()
-            if item is _DONE:
-                return
-            if isinstance(item, _Error):
-                raise item.exc
-            yield item
-    finally:
-        subscription.dispose()
-
-
-async def merge(*sources: Any) -> AsyncIterator[Any]:
-    """Interleave several chunk sources as their items arrive (aiostream ``merge``); each source
-    may be an async iterable, an iterable or an Observable."""
-    from aiostream import stream
-
-    async with stream.merge(*[_aiter_source(s) for s in sources]).stream() as streamer:
-        async for item in streamer:
-            yield item
 
 
 def compose(*processors: Any) -> Pipeline:
