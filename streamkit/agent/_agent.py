@@ -282,9 +282,9 @@ class Agent:
         structured = d["structured_output"]
         schema = None
         if structured is not None:
-            from ._nodes import _schema_of
+            from ._build import schema_of
 
-            schema = _schema_of(structured)
+            schema = schema_of(structured)
         active = d["active_tools"]
         if active is not None:
             unknown = [t for t in active if t not in self.tools]

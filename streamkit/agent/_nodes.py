@@ -1,7 +1,7 @@
 """The node functions of the agent loop (see ``_loop.build_graph`` for how they connect).
 
 Control nodes are ``async def node(cfg, st) -> next_node_name``; streaming nodes are async
-generators that yield chunks for the consumer and leave the next node in ``st.step_next``.
+generators that yield chunks for the consumer and leave the next node in ``st.next_node``.
 Chunks a node produces for the consumer go through ``emit`` (the fused output-stream chain) or
 ``emit_direct`` (bypassing processors: the loop's own framing chunks).
 """
@@ -9,21 +9,19 @@ Chunks a node produces for the consumer go through ``emit`` (the fused output-st
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any, AsyncIterator
 
-from ..chunks import (DataChunk, ErrorChunk, Finish, ObjectResult, ReasoningDelta, ReasoningEnd,
-                      ResponseMetadata, Source, Start, StepFinish, StepStart, TextDelta, ToolCall,
-                      ToolErrorChunk, ToolResult, TripwireChunk)
-from ..errors import APICallError, StreamkitError, ToolError
-from ..messages import (DataPart, FilePart, Message, MessageContent, ReasoningPart, ReasoningText,
-                        SourceInfo,
-                        SourcePart, StepStartPart, TextPart, ToolInvocationPart, get_text)
+from ..chunks import (DataChunk, ErrorChunk, Finish, ObjectResult, ResponseMetadata, Start,
+                      StepFinish, StepStart, ToolErrorChunk, ToolResult, TripwireChunk)
+from ..errors import APICallError, ToolError
+from ..messages import DataPart, Message, MessageContent, StepStartPart, ToolInvocationPart, get_text
 from ..models import ModelRequest, resolve_model
-from ..processors._runtime import coerce_chunk
 from ..processors import (StepOverrides, run_api_error, run_input_step, run_llm_request,
                           run_llm_response, run_message_hook)
-from ._result import StepResult, Usage
+from ..processors._runtime import coerce_chunk
+from ._build import (build_parts, parse_object, reason_of, schema_of, step_end_payload,
+                     usage_of)
+from ._result import StepResult
 from ._state import FEEDBACK_TEMPLATE, RunConfig, RunState, StepState
 
 AGENT = "AGENT"
@@ -134,91 +132,6 @@ def _base_args(cfg: RunConfig, st: RunState, *, writer: bool = True) -> dict[str
     if step is not None:
         args["model"] = step.model
     return args
-
-
-def _usage_of(finish: Any) -> Usage:
-    try:
-        u = finish.payload.output.usage
-        inp = int(u.input_tokens or 0)
-        outp = int(u.output_tokens or 0)
-        tot = u.total_tokens
-        return Usage(inp, outp, int(tot) if isinstance(tot, int) else inp + outp)
-    except AttributeError:
-        return Usage()
-
-
-def _reason_of(finish: Any) -> str:
-    try:
-        reason = finish.payload.step_result.reason
-        return reason if isinstance(reason, str) else "unknown"
-    except AttributeError:
-        return "unknown"
-
-
-def _build_parts(step: StepState) -> list[Any]:
-    """The assistant message parts of one step, from the chunks the consumer received (so what
-    is stored equals what was streamed). Data chunks are stored by ``_persist_data``."""
-    parts: list[Any] = []
-    texts: dict[str, list[str]] = {}
-    reasons: dict[str, list[str]] = {}
-    text_all: list[str] = []
-    reasoning_all: list[str] = []
-    signatures: dict[str, str] = {}
-    for c in step.chunks:
-        cls = c.__class__
-        if cls is TextDelta:
-            key = c.payload.id
-            buf = texts.get(key)
-            if buf is None:
-                buf = texts[key] = []
-                parts.append(("text", key))
-            buf.append(c.payload.text)
-            text_all.append(c.payload.text)
-        elif cls is ReasoningDelta:
-            key = c.payload.id
-            buf = reasons.get(key)
-            if buf is None:
-                buf = reasons[key] = []
-                parts.append(("reasoning", key))
-            buf.append(c.payload.text)
-            reasoning_all.append(c.payload.text)
-        elif cls is ReasoningEnd:
-            sig = getattr(c.payload, "signature", None)
-            if isinstance(sig, str) and sig:
-                signatures[c.payload.id] = sig
-        elif cls is ToolCall:
-            p = c.payload
-            parts.append(ToolInvocationPart.call(p.tool_call_id, p.tool_name, p.args))
-            step.tool_calls.append({"tool_call_id": p.tool_call_id, "tool_name": p.tool_name,
-                                    "args": p.args})
-        elif cls is Source:
-            p = c.payload
-            title = getattr(p, "title", None)
-            parts.append(SourcePart(source=SourceInfo(
-                source_type=getattr(p, "source_type", None) or "url", id=p.id,
-                url=getattr(p, "url", None) or "",
-                title=title if isinstance(title, str) else msgspec_unset())))
-        elif c.type == "file":
-            p = c.payload
-            parts.append(FilePart(mime_type=p.mime_type, data=p.data))
-    step.text = "".join(text_all)
-    step.reasoning = "".join(reasoning_all)
-    built: list[Any] = []
-    for part in parts:
-        if isinstance(part, tuple):
-            kind, key = part
-            if kind == "text":
-                built.append(TextPart(text="".join(texts[key])))
-            else:
-                joined = "".join(reasons[key])
-                # The provider's signature must go back with the reasoning on the next step
-                # (Anthropic rejects unsigned thinking blocks next to tool use).
-                detail = ReasoningText(text=joined, signature=signatures[key]) \
-                    if key in signatures else ReasoningText(text=joined)
-                built.append(ReasoningPart(reasoning=joined, details=[detail]))
-        else:
-            built.append(part)
-    return built
 
 
 # ----------------------------------------------------------------------------- nodes
@@ -339,7 +252,7 @@ async def model(cfg: RunConfig, st: RunState) -> str:
     from ..tools import Tool
 
     schema = cfg.structured_schema if step.structured_output is cfg.structured_output else \
-        _schema_of(step.structured_output)
+        schema_of(step.structured_output)
     step.request = ModelRequest(
         prompt=step.prompt, tools=[t.spec for t in step.tools.values() if isinstance(t, Tool)],
         tool_choice=step.tool_choice, model_settings=step.model_settings,
@@ -351,12 +264,6 @@ async def model(cfg: RunConfig, st: RunState) -> str:
         step.api_error = exc
         return "process_api_error"
     return "process_output_stream"
-
-
-def _schema_of(structured: Any) -> dict[str, Any] | None:
-    from ..tools import json_schema
-
-    return None if structured is None else json_schema(structured)
 
 
 async def _replay(chunks: list[Any]) -> AsyncIterator[Any]:
@@ -423,9 +330,9 @@ async def process_output_stream(cfg: RunConfig, st: RunState) -> AsyncIterator[A
             f"finish chunk", is_retryable=True)
         _set_next(st, "process_api_error")
         return
-    step.usage = _usage_of(step.finish)
-    step.finish_reason = _reason_of(step.finish)
-    parts = _build_parts(step)
+    step.usage = usage_of(step.finish)
+    step.finish_reason = reason_of(step.finish)
+    parts = build_parts(step)
     if parts:
         st.message_list.add(Message(role="assistant", content=MessageContent(
             parts=[StepStartPart(), *parts] if st.step_number or st.steps else parts)),
@@ -612,7 +519,7 @@ def _invocation_result(ml: Any, tool_call_id: str) -> Any:
 async def step_finish(cfg: RunConfig, st: RunState) -> str:
     step = _step(st)
     continued = bool(step.tool_calls) and st.step_number + 1 < cfg.max_steps
-    await emit(st, StepFinish(payload=_step_end_payload(
+    await emit(st, StepFinish(payload=step_end_payload(
         "step-finish", step.finish_reason, continued, step.text, step.tool_calls, step.usage,
         st.run_id), run_id=st.run_id, from_=AGENT))
     st.steps.append(StepResult(
@@ -629,22 +536,6 @@ async def step_finish(cfg: RunConfig, st: RunState) -> str:
     return "process_input_step" if continued else "process_output_result"
 
 
-def _step_end_payload(kind: str, reason: str, continued: bool, text: str,
-                      tool_calls: list[dict[str, Any]], usage: Usage, message_id: str) -> Any:
-    from ..chunks import FinishPayload, StepFinishPayload, StepOutputPayload, StepResult as SR
-    from ..chunks import Usage as U
-
-    cls = StepFinishPayload if kind == "step-finish" else FinishPayload
-    return cls(message_id=message_id,
-               step_result=SR(reason=reason, is_continued=continued),
-               output=StepOutputPayload(
-                   text=text,
-                   tool_calls=[{"toolCallId": c["tool_call_id"], "toolName": c["tool_name"],
-                                "args": c["args"]} for c in tool_calls],
-                   usage=U(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-                           total_tokens=usage.total_tokens)))
-
-
 async def retry(cfg: RunConfig, st: RunState) -> str:
     info = st.pending_tripwire
     step = _step(st)
@@ -652,7 +543,7 @@ async def retry(cfg: RunConfig, st: RunState) -> str:
         raise RuntimeError("streamkit bug: retry without a tripwire")
     _rollback(cfg, st, reason=info.reason, processor_id=info.processor_id)
     if step.streamed:
-        emit_direct(st, StepFinish(payload=_step_end_payload(
+        emit_direct(st, StepFinish(payload=step_end_payload(
             "step-finish", "retry", True, "", [], step.usage, st.run_id),
             run_id=st.run_id, from_=AGENT))
     st.steps.append(StepResult(step_number=st.step_number, finish_reason="retry",
@@ -686,7 +577,7 @@ def _response_text(st: RunState) -> str:
 
 async def finish(cfg: RunConfig, st: RunState) -> str:
     if cfg.structured_output is not None:
-        st.object = _parse_object(cfg, st.text)
+        st.object = parse_object(cfg, st.text)
         emit_direct(st, ObjectResult(object=st.object, run_id=st.run_id, from_=AGENT))
     else:
         # A processor (e.g. a structuring guard) may have produced the object itself.
@@ -696,33 +587,11 @@ async def finish(cfg: RunConfig, st: RunState) -> str:
                     st.object = c.object
     if cfg.memory is not None and cfg.thread_id is not None:
         await cfg.memory.remember(cfg.thread_id, cfg.resource_id, st.message_list)
-    payload = _step_end_payload("finish", st.finish_reason, False, st.text, [], st.usage,
+    payload = step_end_payload("finish", st.finish_reason, False, st.text, [], st.usage,
                                 st.run_id)
     emit_direct(st, Finish(payload=payload, run_id=st.run_id, from_=AGENT))
     st.finished = True
     return "end"
-
-
-def _parse_object(cfg: RunConfig, text: str) -> Any:
-    import msgspec
-
-    body = text.strip()
-    if body.startswith("```"):
-        body = body.strip("`")
-        body = body[body.find("\n") + 1:] if "\n" in body else body
-    try:
-        raw = json.loads(body)
-    except json.JSONDecodeError as exc:
-        raise StreamkitError(f"structured output: the model's answer is not JSON ({exc}); "
-                             f"got {text[:80]!r}") from exc
-    if isinstance(cfg.structured_output, dict):
-        return raw
-    try:
-        return msgspec.convert(raw, type=cfg.structured_output, strict=False)
-    except msgspec.ValidationError as exc:
-        raise StreamkitError(f"structured output does not match "
-                             f"{getattr(cfg.structured_output, '__name__', 'the schema')}: "
-                             f"{exc}") from exc
 
 
 async def abort(cfg: RunConfig, st: RunState) -> str:
