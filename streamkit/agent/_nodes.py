@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, AsyncIterator
 
+from msgspec import UNSET
+
 from ..chunks import (DataChunk, ErrorChunk, Finish, ObjectResult, ResponseMetadata, Start,
                       StepFinish, StepStart, ToolErrorChunk, ToolResult, TripwireChunk)
 from ..errors import APICallError, ToolError
@@ -79,16 +81,10 @@ def _persist_data(st: RunState, chunk: Any) -> None:
     if chunk.transient is True or not chunk.type.startswith("data-"):
         return
     part = DataPart(type=chunk.type, data=chunk.data)
-    if chunk.id is not None and chunk.id is not msgspec_unset():
+    if chunk.id is not None and chunk.id is not UNSET:
         part.id = chunk.id
     st.message_list.add(Message(role="assistant", content=MessageContent(parts=[part])),
                         "response")
-
-
-def msgspec_unset() -> Any:
-    import msgspec
-
-    return msgspec.UNSET
 
 
 async def drain_routed(cfg: RunConfig, st: RunState) -> None:
@@ -603,8 +599,8 @@ async def abort(cfg: RunConfig, st: RunState) -> str:
     st.text = ""
     emit_direct(st, TripwireChunk(reason=info.reason, retry=info.retry,
                                   metadata=info.metadata if info.metadata is not None
-                                  else msgspec_unset(),
-                                  processor_id=info.processor_id or msgspec_unset(),
+                                  else UNSET,
+                                  processor_id=info.processor_id or UNSET,
                                   run_id=st.run_id, from_=AGENT))
     return "end"
 
