@@ -10,14 +10,14 @@ from typing import Any
 
 from msgspec import UNSET
 
-from ..chunks import (File, ReasoningDelta, ReasoningEnd, Source, TextDelta, ToolCall)
+from ..chunks import File, ObjectResult, ReasoningDelta, ReasoningEnd, Source, TextDelta, ToolCall
 from ..errors import StreamkitError
 from ..messages import (FilePart, ReasoningPart, ReasoningText, SourceInfo, SourcePart, TextPart,
                         ToolInvocationPart)
 from ._result import Usage
-from ._state import RunConfig, StepState
+from ._state import RunConfig
 
-__all__ = ["usage_of", "reason_of", "build_parts", "schema_of", "step_end_payload",
+__all__ = ["usage_of", "reason_of", "StepRecorder", "schema_of", "step_end_payload",
            "parse_object"]
 
 
@@ -40,70 +40,101 @@ def reason_of(finish: Any) -> str:
         return "unknown"
 
 
-def build_parts(step: StepState) -> list[Any]:
-    """The assistant message parts of one step, from the chunks the consumer received (so what
-    is stored equals what was streamed). Data chunks are stored by ``_persist_data``."""
-    parts: list[Any] = []
-    texts: dict[str, list[str]] = {}
-    reasons: dict[str, list[str]] = {}
-    text_all: list[str] = []
-    reasoning_all: list[str] = []
-    signatures: dict[str, str] = {}
-    for c in step.chunks:
+class StepRecorder:
+    """What one attempt of a step delivered to the consumer, recorded as it streams.
+
+    It keeps what the stored message and the result need — text by text id, reasoning, tool
+    calls, sources, files, objects — not the chunks themselves, so a long stream costs a string
+    reference per delta instead of a chunk. The full chunk list is kept only when ``keep_chunks``
+    (some processor has ``process_llm_response``, which receives it). What is stored is built
+    from what the consumer received, so stored equals streamed.
+
+    The stream node appends text deltas to ``open_text(id)``'s buffer itself (its hot path);
+    every other chunk goes through ``add``.
+    """
+
+    __slots__ = ("entries", "texts", "chunks", "tool_calls", "objects", "_reasons",
+                 "_signatures")
+
+    def __init__(self, keep_chunks: bool) -> None:
+        # entries, in order of first appearance: a text buffer (list[str]), a reasoning
+        # buffer (tuple ("reasoning", id, list[str])), or a finished message part.
+        self.entries: list[Any] = []
+        self.texts: dict[str, list[str]] = {}
+        self.chunks: list[Any] | None = [] if keep_chunks else None
+        self.tool_calls: list[dict[str, Any]] = []
+        self.objects: list[Any] = []
+        self._reasons: dict[str, list[str]] = {}
+        self._signatures: dict[str, str] = {}
+
+    def open_text(self, text_id: str) -> list[str]:
+        """The buffer of text part ``text_id`` (created, in order, on first use)."""
+        buf = self.texts.get(text_id)
+        if buf is None:
+            buf = self.texts[text_id] = []
+            self.entries.append(buf)
+        return buf
+
+    def add(self, c: Any) -> None:
+        """Record one delivered chunk (any type)."""
+        if self.chunks is not None:
+            self.chunks.append(c)
         cls = c.__class__
         if cls is TextDelta:
-            key = c.payload.id
-            buf = texts.get(key)
-            if buf is None:
-                buf = texts[key] = []
-                parts.append(("text", key))
-            buf.append(c.payload.text)
-            text_all.append(c.payload.text)
+            self.open_text(c.payload.id).append(c.payload.text)
         elif cls is ReasoningDelta:
             key = c.payload.id
-            buf = reasons.get(key)
+            buf = self._reasons.get(key)
             if buf is None:
-                buf = reasons[key] = []
-                parts.append(("reasoning", key))
+                buf = self._reasons[key] = []
+                self.entries.append(("reasoning", key, buf))
             buf.append(c.payload.text)
-            reasoning_all.append(c.payload.text)
         elif cls is ReasoningEnd:
             sig = getattr(c.payload, "signature", None)
             if isinstance(sig, str) and sig:
-                signatures[c.payload.id] = sig
+                self._signatures[c.payload.id] = sig
         elif cls is ToolCall:
             p = c.payload
-            parts.append(ToolInvocationPart.call(p.tool_call_id, p.tool_name, p.args))
-            step.tool_calls.append({"tool_call_id": p.tool_call_id, "tool_name": p.tool_name,
+            self.entries.append(ToolInvocationPart.call(p.tool_call_id, p.tool_name, p.args))
+            self.tool_calls.append({"tool_call_id": p.tool_call_id, "tool_name": p.tool_name,
                                     "args": p.args})
         elif cls is Source:
             p = c.payload
             title = getattr(p, "title", None)
-            parts.append(SourcePart(source=SourceInfo(
+            self.entries.append(SourcePart(source=SourceInfo(
                 source_type=getattr(p, "source_type", None) or "url", id=p.id,
                 url=getattr(p, "url", None) or "",
                 title=title if isinstance(title, str) else UNSET)))
         elif cls is File:
             p = c.payload
-            parts.append(FilePart(mime_type=p.mime_type, data=p.data))
-    step.text = "".join(text_all)
-    step.reasoning = "".join(reasoning_all)
-    built: list[Any] = []
-    for part in parts:
-        if isinstance(part, tuple):
-            kind, key = part
-            if kind == "text":
-                built.append(TextPart(text="".join(texts[key])))
-            else:
-                joined = "".join(reasons[key])
+            self.entries.append(FilePart(mime_type=p.mime_type, data=p.data))
+        elif cls is ObjectResult:
+            self.objects.append(c.object)
+
+    def text(self) -> str:
+        """The step's text (its text parts, joined)."""
+        return "".join("".join(e) for e in self.entries if e.__class__ is list)
+
+    def reasoning(self) -> str:
+        return "".join("".join(e[2]) for e in self.entries if e.__class__ is tuple)
+
+    def parts(self) -> list[Any]:
+        """The assistant message parts of this attempt (data parts are stored on their own)."""
+        built: list[Any] = []
+        for e in self.entries:
+            if e.__class__ is list:
+                built.append(TextPart(text="".join(e)))
+            elif e.__class__ is tuple:
+                key, joined = e[1], "".join(e[2])
                 # The provider's signature must go back with the reasoning on the next step
                 # (Anthropic rejects unsigned thinking blocks next to tool use).
-                detail = ReasoningText(text=joined, signature=signatures[key]) \
-                    if key in signatures else ReasoningText(text=joined)
+                sig = self._signatures.get(key)
+                detail = ReasoningText(text=joined, signature=sig) if sig \
+                    else ReasoningText(text=joined)
                 built.append(ReasoningPart(reasoning=joined, details=[detail]))
-        else:
-            built.append(part)
-    return built
+            else:
+                built.append(e)
+        return built
 
 
 def schema_of(structured: Any) -> dict[str, Any] | None:

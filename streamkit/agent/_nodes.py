@@ -14,14 +14,14 @@ from typing import Any, AsyncIterator
 from msgspec import UNSET
 
 from ..chunks import (DataChunk, ErrorChunk, Finish, ObjectResult, ResponseMetadata, Start,
-                      StepFinish, StepStart, ToolErrorChunk, ToolResult, TripwireChunk)
+                      StepFinish, StepStart, TextDelta, ToolErrorChunk, ToolResult, TripwireChunk)
 from ..errors import APICallError, ToolError
 from ..messages import DataPart, Message, MessageContent, StepStartPart, ToolInvocationPart, get_text
 from ..models import ModelRequest, resolve_model
 from ..processors import (StepOverrides, run_api_error, run_input_step, run_llm_request,
                           run_llm_response, run_message_hook)
 from ..processors._runtime import coerce_chunk
-from ._build import (build_parts, parse_object, reason_of, schema_of, step_end_payload,
+from ._build import (StepRecorder, parse_object, reason_of, schema_of, step_end_payload,
                      usage_of)
 from ._result import StepResult
 from ._state import FEEDBACK_TEMPLATE, RunConfig, RunState, StepState
@@ -273,17 +273,22 @@ async def process_output_stream(cfg: RunConfig, st: RunState) -> AsyncIterator[A
     from_cache = step.replay is not None
     source = _replay(step.replay or []) if from_cache else step.source
     step.source = source
-    chain, acc, direct = st.chain, step.chunks, st.direct
-    st.delivered.append(acc)
+    chain, direct = st.chain, st.direct
+    rec = step.recorder = StepRecorder(keep_chunks=cfg.keeps_chunks)
+    st.delivered.append(rec)
+    add, keep = rec.add, rec.chunks
     push, is_async = chain.push, chain.is_async
     step.message_id = st.run_id
     await emit(st, StepStart(message_id=st.run_id, request={}, warnings=[],
                              run_id=st.run_id, from_=AGENT))
     step.streamed = True
     for c in st.out:
-        acc.append(c)
+        add(c)
         yield c
     st.out.clear()
+    text_cls = TextDelta
+    text_id: Any = None
+    text_buf: list[str] = []
     try:
         async for chunk in source:
             cls = chunk.__class__
@@ -301,15 +306,25 @@ async def process_output_stream(cfg: RunConfig, st: RunState) -> AsyncIterator[A
                 direct.clear()
             if out is None:
                 continue
-            if out.__class__ is list:
+            if out.__class__ is text_cls:
+                # The hot path: a text delta is recorded by appending its text to its buffer.
+                p = out.payload
+                if p.id != text_id:
+                    text_id = p.id
+                    text_buf = rec.open_text(text_id)
+                text_buf.append(p.text)
+                if keep is not None:
+                    keep.append(out)
+                yield out
+            elif out.__class__ is list:
                 for o in out:
-                    acc.append(o)
+                    add(o)
                     yield o
             else:
-                acc.append(out)
+                add(out)
                 yield out
         for o in await chain.flush():
-            acc.append(o)
+            add(o)
             yield o
     except APICallError as exc:
         step.api_error = exc
@@ -328,7 +343,9 @@ async def process_output_stream(cfg: RunConfig, st: RunState) -> AsyncIterator[A
         return
     step.usage = usage_of(step.finish)
     step.finish_reason = reason_of(step.finish)
-    parts = build_parts(step)
+    step.text, step.reasoning = rec.text(), rec.reasoning()
+    step.tool_calls = rec.tool_calls
+    parts = rec.parts()
     if parts:
         st.message_list.add(Message(role="assistant", content=MessageContent(
             parts=[StepStartPart(), *parts] if st.step_number or st.steps else parts)),
@@ -365,7 +382,7 @@ async def process_api_error(cfg: RunConfig, st: RunState) -> str:
         st.chain.retry_count = st.retry_count
         # a fresh attempt at the same step: new checkpoint, same overrides
         step.checkpoint = st.message_list.checkpoint()
-        step.chunks = []
+        step.recorder = None
         step.finish = None
         step.api_error = None
         step.streamed = False
@@ -384,7 +401,7 @@ def _rollback(cfg: RunConfig, st: RunState, *, reason: str, processor_id: str | 
 def _announce_retry(st: RunState, *, reason: str, processor_id: str | None) -> None:
     """Tell the client to withdraw what it showed of this step (transient, never stored)."""
     step = _step(st)
-    st.delivered = [chunks for chunks in st.delivered if chunks is not step.chunks]
+    st.delivered = [rec for rec in st.delivered if rec is not step.recorder]
     emit_direct(st, DataChunk(type="data-step-retry", transient=True, data={
         "stepNumber": st.step_number, "reason": reason, "processorId": processor_id,
         "retryCount": st.retry_count + 1}))
@@ -395,7 +412,8 @@ async def process_llm_response(cfg: RunConfig, st: RunState) -> str:
     args = _base_args(cfg, st)
     # As in Mastra, the chunks end with the model's own finish (usage, reason), which the
     # consumer never sees; a cache can store and replay it.
-    chunks = list(step.chunks)
+    rec = step.recorder
+    chunks = list(rec.chunks) if rec is not None and rec.chunks is not None else []
     if step.finish is not None:
         chunks.append(step.finish)
     args.update(chunks=chunks, warnings=[], request=step.request, raw_response=None,
@@ -577,10 +595,9 @@ async def finish(cfg: RunConfig, st: RunState) -> str:
         emit_direct(st, ObjectResult(object=st.object, run_id=st.run_id, from_=AGENT))
     else:
         # A processor (e.g. a structuring guard) may have produced the object itself.
-        for chunks in st.delivered:
-            for c in chunks:
-                if c.__class__ is ObjectResult:
-                    st.object = c.object
+        for rec in st.delivered:
+            if rec.objects:
+                st.object = rec.objects[-1]
     if cfg.memory is not None and cfg.thread_id is not None:
         await cfg.memory.remember(cfg.thread_id, cfg.resource_id, st.message_list)
     payload = step_end_payload("finish", st.finish_reason, False, st.text, [], st.usage,

@@ -46,6 +46,11 @@ class RunConfig:
     timed: bool
 
     @property
+    def keeps_chunks(self) -> bool:
+        """Whether a step must keep every chunk: only for ``process_llm_response``."""
+        return any("process_llm_response" in s.hooks for s in self.input_specs)
+
+    @property
     def error_retry_cap(self) -> int | None:
         """Retries granted to error processors: the explicit value, else 10 when any error
         processor exists (the contract's default), else none."""
@@ -70,7 +75,7 @@ class StepState:
     request: Any = None
     source: Any = None
     replay: list[Any] | None = None
-    chunks: list[Any] = field(default_factory=list)
+    recorder: Any = None
     finish: Any = None
     streamed: bool = False
     checkpoint: Any = None
@@ -116,11 +121,9 @@ class RunState:
     data_event: Any = None
     next_node: str = ""
     input_messages: Any = None
-    delivered: list[list[Any]] = field(default_factory=list)
+    delivered: list[Any] = field(default_factory=list)
 
     def delivered_text(self) -> str:
-        """Text deltas the consumer received, minus withdrawn (retried) attempts."""
-        from ..chunks import TextDelta
-
-        return "".join(c.payload.text for chunks in self.delivered for c in chunks
-                       if c.__class__ is TextDelta)
+        """Text the consumer received (each attempt's ``StepRecorder``), minus withdrawn
+        (retried) attempts."""
+        return "".join(rec.text() for rec in self.delivered)
