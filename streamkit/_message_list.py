@@ -1,10 +1,9 @@
-"""The ``MessageList`` (the live conversation of one request) and the provider/UI formats.
+"""The ``MessageList``: the live conversation of one request.
 
-Private module: import these names from ``streamkit.messages``. It holds what builds *on* the
-message model: turning messages into the provider ("core") format of ``docs/DESIGN.md`` and
-into UI dicts, and the list with its sources, system buckets, merge of assistant steps,
-tool-invocation patches, the reconcile rules for hook return values, and checkpoints.
-It knows nothing of processors, models or storage.
+Private module: import these names from ``streamkit.messages``. It holds the list with its
+sources, system buckets, merge of assistant steps, tool-invocation patches, the reconcile rules
+for hook return values, and checkpoints; the provider/UI formats it renders with live in
+``streamkit._message_formats``. It knows nothing of processors, models or storage.
 """
 
 from __future__ import annotations
@@ -18,22 +17,17 @@ from typing import Any, Literal, TypeAlias
 import msgspec
 from msgspec import UNSET
 
+from streamkit._message_formats import to_core, to_ui
 from streamkit.errors import MessageError, ProcessorError
 from streamkit.messages import (
     _MS,
-    FilePart,
-    ImagePart,
     Message,
-    ReasoningPart,
-    ReasoningText,
     StepStartPart,
-    TextPart,
     ToolInvocation,
     ToolInvocationPart,
     _new_id,
     _now_ms,
     decode_message,
-    format_timestamp,
     get_text,
     message_encoder,
     to_messages,
@@ -41,167 +35,9 @@ from streamkit.messages import (
 )
 
 __all__ = ["MessageList", "MessageView", "MessageListCheckpoint", "SystemSnapshot", "Source",
-           "to_core", "to_ui"]
+           "to_core", "to_ui"]  # to_core/to_ui re-exported from _message_formats
 
 Source: TypeAlias = Literal["input", "response", "memory", "system", "context", "user"]
-
-# --------------------------------------------------------------------------------------------
-# Provider ("core") and UI formats
-# --------------------------------------------------------------------------------------------
-
-_OUTCOME_STATES = frozenset(("result", "output-error", "output-denied"))
-
-
-def _core_user(message: Message, role: str) -> list[dict[str, Any]]:
-    content: list[dict[str, Any]] = []
-    for part in message.content.parts:
-        if isinstance(part, TextPart):
-            content.append({"type": "text", "text": part.text})
-        elif isinstance(part, FilePart):
-            content.append({"type": "file", "data": part.data, "mimeType": part.mime_type})
-        elif isinstance(part, ImagePart):
-            image: dict[str, Any] = {"type": "image", "image": part.image}
-            if part.mime_type is not UNSET:
-                image["mimeType"] = part.mime_type
-            content.append(image)
-    if all(c["type"] == "text" for c in content):
-        text = get_text(message)
-        return [{"role": role, "content": text}] if text or content else []
-    return [{"role": role, "content": content}]
-
-
-def _core_reasoning(part: ReasoningPart) -> list[dict[str, Any]]:
-    if part.details is UNSET or not part.details:
-        return [{"type": "reasoning", "text": part.reasoning}] if part.reasoning else []
-    result: list[dict[str, Any]] = []
-    for detail in part.details:
-        if isinstance(detail, ReasoningText):
-            item: dict[str, Any] = {"type": "reasoning", "text": detail.text}
-            if detail.signature is not UNSET:
-                item["signature"] = detail.signature
-            result.append(item)
-        else:
-            result.append({"type": "redacted-reasoning", "data": detail.data})
-    return result
-
-
-def _core_result(invocation: ToolInvocation) -> dict[str, Any]:
-    item: dict[str, Any] = {"type": "tool-result", "toolCallId": invocation.tool_call_id,
-                            "toolName": invocation.tool_name}
-    if invocation.state == "result":
-        item["result"] = None if invocation.result is UNSET else invocation.result
-        if invocation.is_error is True:
-            item["isError"] = True
-        return item
-    if invocation.error_text is not UNSET:
-        item["result"] = invocation.error_text
-    elif invocation.result is not UNSET:
-        item["result"] = invocation.result
-    else:
-        item["result"] = ("Tool execution was denied." if invocation.state == "output-denied"
-                          else "Tool execution failed.")
-    item["isError"] = True
-    return item
-
-
-def _core_assistant(message: Message) -> list[dict[str, Any]]:
-    result: list[dict[str, Any]] = []
-    content: list[dict[str, Any]] = []
-    tool_results: list[dict[str, Any]] = []
-
-    def flush() -> None:
-        if content:
-            if all(c["type"] == "text" for c in content):
-                result.append({"role": "assistant", "content": "".join(c["text"] for c in content)})
-            else:
-                result.append({"role": "assistant", "content": list(content)})
-        if tool_results:
-            result.append({"role": "tool", "content": list(tool_results)})
-        content.clear()
-        tool_results.clear()
-
-    for part in message.content.parts:
-        if isinstance(part, StepStartPart):
-            flush()
-        elif isinstance(part, TextPart):
-            if part.text:
-                content.append({"type": "text", "text": part.text})
-        elif isinstance(part, ReasoningPart):
-            content.extend(_core_reasoning(part))
-        elif isinstance(part, FilePart):
-            content.append({"type": "file", "data": part.data, "mimeType": part.mime_type})
-        elif isinstance(part, ToolInvocationPart):
-            invocation = part.tool_invocation
-            # Calls without an outcome are dropped: a provider rejects a tool call that is not
-            # followed by its result (Mastra's default ``filterIncompleteToolCalls``).
-            if invocation.state in _OUTCOME_STATES:
-                content.append({"type": "tool-call", "toolCallId": invocation.tool_call_id,
-                                "toolName": invocation.tool_name, "args": invocation.args})
-                tool_results.append(_core_result(invocation))
-    flush()
-    if not result and not message.content.parts and isinstance(message.content.content, str) \
-            and message.content.content:
-        result.append({"role": "assistant", "content": message.content.content})
-    return result
-
-
-def to_core(messages: Iterable[Message]) -> list[dict[str, Any]]:
-    """Messages in the provider ("core") format of ``docs/DESIGN.md``.
-
-    * system → ``{"role": "system", "content": text}``; ``signal`` messages go as user turns.
-    * user → ``{"role": "user", "content": text}``, or a list of ``text``/``file``/``image``
-      parts when it is not text only.
-    * assistant → split at every ``step-start`` part; each step becomes an assistant message
-      (``text``, ``reasoning``, ``file`` and ``tool-call`` parts; a plain string when text only)
-      followed by one ``tool`` message with its ``tool-result`` parts. Tool invocations without
-      an outcome (``partial-call``, ``call``, ``approval-*``) are dropped; ``output-error`` and
-      ``output-denied`` become results with ``isError: true``. Source, data, error and
-      step-start parts are not sent.
-
-    Example:
-        >>> msg = Message.assistant([ToolInvocationPart.returned("c1", "t", 42), StepStartPart(),
-        ...                          TextPart("It is 42.")])
-        >>> [m["role"] for m in to_core([msg])]
-        ['assistant', 'tool', 'assistant']
-    """
-    result: list[dict[str, Any]] = []
-    for message in messages:
-        if message.role == "system":
-            result.append({"role": "system", "content": get_text(message)})
-        elif message.role == "assistant":
-            result.extend(_core_assistant(message))
-        else:
-            result.extend(_core_user(message, "user"))
-    return result
-
-
-def to_ui(messages: Iterable[Message]) -> list[dict[str, Any]]:
-    """Messages as UI dicts (AI SDK v4 ``UIMessage``-like).
-
-    Each is ``{"id", "role", "createdAt": ISO str, "content": text, "parts": [...]}`` plus
-    ``"metadata"`` when the message has any; ``parts`` are the stored parts as camelCase dicts
-    (``{"type": "tool-invocation", "toolInvocation": {...}}``, ``{"type": "data-x", "data": ...}``).
-
-    Example:
-        >>> to_ui([Message.user("hi", id="m1")])[0]["parts"]
-        [{'type': 'text', 'text': 'hi'}]
-    """
-    result: list[dict[str, Any]] = []
-    for message in messages:
-        item: dict[str, Any] = {
-            "id": message.id, "role": message.role,
-            "createdAt": format_timestamp(message.created_at), "content": get_text(message),
-            "parts": msgspec.to_builtins(message.content.parts),
-        }
-        if isinstance(message.content.metadata, dict):
-            item["metadata"] = message.content.metadata
-        result.append(item)
-    return result
-
-
-# --------------------------------------------------------------------------------------------
-# MessageList
-# --------------------------------------------------------------------------------------------
 
 _SOURCES = frozenset(("input", "response", "memory", "system", "context"))
 _CONVERSATION = frozenset(("memory", "context", "input", "response"))
