@@ -14,7 +14,6 @@ nothing and are not recorded.
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import sqlite3
@@ -28,6 +27,7 @@ from typing import Any, Callable, Mapping
 from streamkit import MessageList, Processor, Violation
 from streamkit.tokens import TokenCounter, get_counter
 
+from ._aio import call_maybe_async
 from ._model_check import check_choice
 
 __all__ = ["CostGuard", "Price", "InMemoryUsageStore", "SQLiteUsageStore", "WINDOWS"]
@@ -128,11 +128,6 @@ class SQLiteUsageStore:
         """Close the connection."""
         with self._lock:
             self._db.close()
-
-
-async def _call(fn: Callable[..., Any], *args: Any) -> Any:
-    out = fn(*args)
-    return await out if inspect.isawaitable(out) else out
 
 
 def _seconds(window: Any) -> float | None:
@@ -296,7 +291,7 @@ class CostGuard(Processor):
         prior = (0, 0.0)
         if key is not None:
             since = None if self.window is None else self.clock() - self.window
-            prior = await _call(self.store.total, key, since)
+            prior = await call_maybe_async(self.store.total, key, since)
         next_tokens = self._counter(model).count_request(message_list.prompt(), tools)
         next_cost = self.cost(model, next_tokens, 0)
         tokens = prior[0] + state["run_tokens"] + next_tokens
@@ -335,7 +330,7 @@ class CostGuard(Processor):
         state["run_cost"] = state.get("run_cost", 0.0) + cost
         key = state.get("scope_key")
         if key is not None:
-            await _call(self.store.add, key, tokens, cost, self.clock())
+            await call_maybe_async(self.store.add, key, tokens, cost, self.clock())
         return None
 
     # -- helpers ------------------------------------------------------------------------------
@@ -365,10 +360,8 @@ class CostGuard(Processor):
         if callback is None:
             return
         try:
-            out = callback(Violation(processor_id=self.id, message=reason, detail=metadata,
-                                     hook="process_input_step"))
-            if inspect.isawaitable(out):
-                await out
+            await call_maybe_async(callback, Violation(
+                processor_id=self.id, message=reason, detail=metadata, hook="process_input_step"))
         except Exception:  # noqa: BLE001 - a broken callback must not change the run
             log.exception("cost-guard: on_violation raised; ignored")
 

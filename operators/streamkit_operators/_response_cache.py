@@ -26,7 +26,6 @@ Decisions:
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import logging
 import re
@@ -40,6 +39,8 @@ from typing import Any, Callable
 from streamkit import MessageList, Processor
 from streamkit.chunks import coerce_chunk
 from streamkit.wire import to_builtins
+
+from ._aio import call_maybe_async
 
 __all__ = ["ResponseCache", "InMemoryCache", "SQLiteCache", "CONTEXT_KEY"]
 
@@ -216,11 +217,6 @@ class SQLiteCache:
         """Close the connection."""
         with self._lock:
             self._db.close()
-
-
-async def _call(fn: Callable[..., Any], *args: Any) -> Any:
-    out = fn(*args)
-    return await out if inspect.isawaitable(out) else out
 
 
 def _canonical(value: Any) -> str:
@@ -449,7 +445,7 @@ class ResponseCache(Processor):
 
     async def _safe(self, fn: Callable[..., Any], *args: Any) -> Any:
         try:
-            return await _call(fn, *args)
+            return await call_maybe_async(fn, *args)
         except Exception:  # noqa: BLE001 - documented: backend failures are a miss
             log.exception("response-cache: backend %s() failed; ignored",
                           getattr(fn, "__name__", "call"))

@@ -13,7 +13,6 @@ Where the object goes: an ``object-result`` chunk in the stream (``metadata.from
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 from typing import Any
@@ -24,6 +23,7 @@ from streamkit import AgentResult, MessageList, Processor
 from streamkit.chunks import ObjectResult
 from streamkit.tools import json_schema
 
+from ._aio import call_maybe_async
 from ._model_check import ask_json, check_choice, on_check_failure
 
 __all__ = ["StructuredOutput"]
@@ -153,9 +153,7 @@ class StructuredOutput(Processor):
         chunk = ObjectResult(object=plain, from_="AGENT", metadata=metadata,
                              **({"run_id": state["run_id"]} if state.get("run_id") else {}))
         if writer is not None:
-            out = writer.custom(chunk)
-            if inspect.isawaitable(out):
-                await out
+            await call_maybe_async(writer.custom, chunk)
         return None
 
     @staticmethod
