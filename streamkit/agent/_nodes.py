@@ -149,7 +149,6 @@ async def process_input(cfg: RunConfig, st: RunState) -> str:
     await run_message_hook(st.runtime, cfg.input_specs, "process_input", st.message_list,
                            {"retry_count": 0, "request_context": st.runtime.request_context},
                            default_source="input")
-    st.started = True
     emit_direct(st, Start(id=cfg.agent_id, message_id=st.run_id, run_id=st.run_id, from_=AGENT))
     return "process_input_step"
 
@@ -603,7 +602,6 @@ async def finish(cfg: RunConfig, st: RunState) -> str:
     payload = step_end_payload("finish", st.finish_reason, False, st.text, [], st.usage,
                                 st.run_id)
     emit_direct(st, Finish(payload=payload, run_id=st.run_id, from_=AGENT))
-    st.finished = True
     return "end"
 
 

@@ -116,8 +116,6 @@ class RunState:
     finish_reason: str = "unknown"
     text: str = ""
     object: Any = None
-    started: bool = False
-    finished: bool = False
     data_event: Any = None
     next_node: str = ""
     input_messages: Any = None
