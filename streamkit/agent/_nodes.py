@@ -13,14 +13,13 @@ from typing import Any, AsyncIterator
 
 from msgspec import UNSET
 
-from ..chunks import (DataChunk, ErrorChunk, Finish, ObjectResult, ResponseMetadata, Start,
+from ..chunks import (DataChunk, coerce_chunk, ErrorChunk, Finish, ObjectResult, ResponseMetadata, Start,
                       StepFinish, StepStart, TextDelta, ToolErrorChunk, ToolResult, TripwireChunk)
 from ..errors import APICallError, ToolError
 from ..messages import DataPart, Message, MessageContent, StepStartPart, ToolInvocationPart, get_text
 from ..models import ModelRequest, resolve_model
 from ..processors import (StepOverrides, run_api_error, run_input_step, run_llm_request,
                           run_llm_response, run_message_hook)
-from ..processors._runtime import coerce_chunk
 from ._build import (StepRecorder, parse_object, reason_of, schema_of, step_end_payload,
                      usage_of)
 from ._result import StepResult

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..chunks import coerce_chunk
 from ..tripwire import TripWire, Violation, make_abort
 from ._spec import ProcessorSpec
 
@@ -154,14 +155,6 @@ class RequestRuntime:
                 await out
         except Exception:  # noqa: BLE001 - documented: on_violation errors are logged only
             log.exception("on_violation of processor %r raised; ignored", spec.id)
-
-
-def coerce_chunk(chunk: Any) -> Any:
-    """A chunk as is; a dict in Mastra's wire shape decoded into its chunk class
-    (``ChunkDecodeError`` when it is not a valid chunk)."""
-    from ..chunks import coerce_chunk as _coerce
-
-    return _coerce(chunk)
 
 
 def now() -> float:
