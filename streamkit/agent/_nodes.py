@@ -13,8 +13,9 @@ from typing import Any, AsyncIterator
 
 from msgspec import UNSET
 
-from ..chunks import (DataChunk, coerce_chunk, ErrorChunk, Finish, ObjectResult, ResponseMetadata, Start,
-                      StepFinish, StepStart, TextDelta, ToolErrorChunk, ToolResult, TripwireChunk)
+from ..chunks import (DataChunk, ErrorChunk, Finish, ObjectResult, ResponseMetadata, Start,
+                      StepFinish, StepStart, TextDelta, ToolErrorChunk, ToolResult, TripwireChunk,
+                      coerce_chunk)
 from ..errors import APICallError, ToolError
 from ..messages import DataPart, Message, MessageContent, StepStartPart, ToolInvocationPart, get_text
 from ..models import ModelRequest, resolve_model
