@@ -16,7 +16,10 @@ kept outside the tree so ``except StreamkitError`` never swallows an abort.
     ├── MaxStepsExceeded           the agent loop wanted more steps than ``max_steps``
     ├── ScriptExhausted            a ``ScriptedModel`` was called more times than it has steps
     ├── GraphError                 the agent loop graph is invalid (dangling edge, unknown node)
-    └── MemoryStoreError           the memory store failed (locked, corrupted, unreadable)
+    ├── MemoryStoreError           the memory store failed (locked, corrupted, unreadable)
+    └── UsageError                 the library was called wrongly (bad option, bad argument)
+        ├── InvalidArgument        ... with a value that is out of range / malformed (ValueError)
+        └── InvalidType            ... with a value of the wrong type (TypeError)
 
 Exceptions are plain data: they never log, and they pickle (their ``__reduce__`` keeps the
 keyword attributes).
@@ -38,6 +41,9 @@ __all__ = [
     "ScriptExhausted",
     "GraphError",
     "MemoryStoreError",
+    "UsageError",
+    "InvalidArgument",
+    "InvalidType",
 ]
 
 
@@ -151,3 +157,31 @@ class GraphError(StreamkitError):
 class MemoryStoreError(StreamkitError):
     """The memory store failed: the database is locked, corrupted or unreadable. The turn that
     was being saved is named in the message; nothing is silently lost."""
+
+
+class UsageError(StreamkitError):
+    """The library was called wrongly: an unknown option, an argument out of range or of the
+    wrong type, an operator given a predicate that is not callable. The message names what was
+    given and what is expected. Raised at the call that was wrong, never later inside a run.
+
+    Catch ``StreamkitError`` for everything streamkit raises; the two subclasses below are also
+    the builtin ``ValueError``/``TypeError`` so code written against those keeps working.
+    """
+
+
+class InvalidArgument(UsageError, ValueError):
+    """An argument has the right type but a wrong value (a negative count, an unknown name, an
+    empty id). Also a ``ValueError``.
+
+    Example:
+        >>> try:
+        ...     raise InvalidArgument("take(count=-1): count must be >= 0")
+        ... except ValueError as exc:
+        ...     print(exc)
+        take(count=-1): count must be >= 0
+    """
+
+
+class InvalidType(UsageError, TypeError):
+    """An argument has the wrong type (a dict where a chunk is expected, a string where a
+    callable is). Also a ``TypeError``."""
