@@ -37,7 +37,9 @@ import msgspec
 
 from streamkit import Agent, Processor, ops
 from streamkit.chunks import TextDelta
-from streamkit.processors import RequestRuntime, StreamChain, register
+from streamkit.processors._chain import StreamChain
+from streamkit.processors._runtime import RequestRuntime
+from streamkit.processors._spec import register
 
 from .rows_agent import INSTRUCTIONS, _request, _scripted
 from .workloads import DropEveryNth, PrebuiltModel, count_words, transforms

@@ -31,7 +31,9 @@ from reactivex import operators as rx_ops
 
 from streamkit import ops
 from streamkit.chunks import TextDelta
-from streamkit.processors import RequestRuntime, StreamChain, register
+from streamkit.processors._chain import StreamChain
+from streamkit.processors._runtime import RequestRuntime
+from streamkit.processors._spec import register
 
 from .harness import Case, Group
 from .workloads import (DROP_EVERY, AsyncPassThrough, PassThrough, acount_words, async_transforms,

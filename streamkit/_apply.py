@@ -1,7 +1,7 @@
 """Running a pipeline without an agent, and the edges to reactivex and aiostream.
 
-What belongs here: ``apply`` (the standalone runner: the fused chain's compiled loop over any
-chunk source), ``AppliedStream``, and the source adapters (``to_observable``,
+What belongs here: ``apply`` (the standalone runner: ``StreamChain.drive``, the one loop that
+drives a source through a chain, over any chunk source), ``AppliedStream``, and the source adapters (``to_observable``,
 ``from_observable``, ``merge``). Everything is re-exported from ``streamkit.ops``; the operators
 themselves live there. reactivex and aiostream are used only at these edges, never per chunk.
 """
@@ -13,10 +13,13 @@ from typing import Any, AsyncIterator, Awaitable, Iterable
 
 from msgspec import UNSET
 
-from .chunks import TripwireChunk
+from .chunks import Chunk, TripwireChunk
 from .errors import StreamkitError
-from .processors import (RequestRuntime, StreamChain, TripWire, Writer, flatten_processors,
-                         register)
+from .processors._base import flatten_processors
+from .processors._chain import StreamChain
+from .processors._runtime import RequestRuntime, Writer
+from .processors._spec import register
+from .tripwire import TripWire
 
 __all__ = ["apply", "AppliedStream", "to_observable", "from_observable", "merge"]
 
@@ -84,19 +87,15 @@ class AppliedStream:
     async def aclose(self) -> None:
         await self._gen.aclose()
 
-    def _run(self) -> Any:
-        """The run's generator. Untimed, it is the chain's compiled loop (the source loop with
-        every stream hook inlined); timed, a loop over ``chain.push`` that records the trace."""
+    def _run(self) -> AsyncIterator[Chunk]:
+        """The run's generator: the chain's one driving loop over the source."""
         src = self._source
-        is_list = isinstance(src, (list, tuple))
-        if not is_list:
+        if not isinstance(src, (list, tuple)):
             src = _aiter_source(src)
-        if self.chain.loop is not None:
-            return self.chain.loop(src, is_list, self._pending, self._on_trip, self._on_end,
-                                   lambda: self._on_close(src))
-        return self._run_pushed(src, is_list)
+        return self.chain.drive(src, pending=self._pending, on_trip=self._on_trip,
+                                on_close=lambda: self._on_close(src))
 
-    async def _on_trip(self, tw: TripWire) -> Any:
+    async def _on_trip(self, tw: TripWire) -> Chunk:
         self.tripwire = tw
         spec = next((s for s in self.specs if s.id == tw.processor_id), None)
         await self.runtime.violation(spec, tw, "process_output_stream")
@@ -105,12 +104,6 @@ class AppliedStream:
                              processor_id=tw.processor_id or UNSET,
                              run_id=self.runtime.run_id, from_="AGENT")
 
-    async def _on_end(self) -> list[Any]:
-        out = await self.chain.flush()
-        out.extend(self._pending)  # what flushing hooks wrote
-        self._pending.clear()
-        return out
-
     async def _on_close(self, src: Any) -> None:
         tw = self.tripwire
         self.chain.record(None, {tw.processor_id: ("tripwire", tw.reason)}
@@ -118,33 +111,6 @@ class AppliedStream:
         closer = getattr(src, "aclose", None)
         if closer is not None:
             await closer()
-
-    async def _run_pushed(self, source: Any, is_list: bool) -> AsyncIterator[Any]:
-        chain, pending = self.chain, self._pending
-        push, is_async = chain.push, chain.is_async
-        try:
-            try:
-                if is_list:
-                    source = _aiter_source(source)
-                async for part in source:
-                    out = await push(part) if is_async else push(part)
-                    if pending:
-                        for w in pending:
-                            yield w
-                        pending.clear()
-                    if out is None:
-                        continue
-                    if out.__class__ is list:
-                        for o in out:
-                            yield o
-                    else:
-                        yield out
-                for o in await self._on_end():
-                    yield o
-            except TripWire as tw:
-                yield await self._on_trip(tw)
-        finally:
-            await self._on_close(source)
 
 
 def apply(source: Any, pipeline: Any, *, request_context: Any = None, run_id: str = "",

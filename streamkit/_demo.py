@@ -15,6 +15,7 @@ import sys
 from typing import Any, TextIO
 
 from .agent import Agent
+from .chunks import ErrorChunk, TextDelta, ToolCall, ToolResult, TripwireChunk
 from .processors import Processor
 from .testing import ScriptedModel, reasoning, text, tool_call
 from .tools import tool
@@ -130,17 +131,17 @@ async def run_demo(model: Any = None, *, question: str = "Where is my order? I'm
     out.flush()
     stream = agent.stream(question)
     async for chunk in stream:
-        kind = chunk.type
-        if kind == "text-delta":
+        # Matching on the class narrows the chunk union, so ``payload`` is typed.
+        if isinstance(chunk, TextDelta):
             out.write(chunk.payload.text)
             out.flush()
-        elif kind == "tool-call":
+        elif isinstance(chunk, ToolCall):
             out.write(f"[calling {chunk.payload.tool_name}({chunk.payload.args})]\n       ")
-        elif kind == "tool-result":
+        elif isinstance(chunk, ToolResult):
             out.write(f"[{chunk.payload.tool_name} → {chunk.payload.result}]\n       ")
-        elif kind == "tripwire":
+        elif isinstance(chunk, TripwireChunk):
             out.write(f"\n[blocked by {chunk.payload.processor_id}: {chunk.payload.reason}]")
-        elif kind == "error":
+        elif isinstance(chunk, ErrorChunk):
             out.write(f"\n[error: {chunk.payload.error}]")
     out.write("\n\n")
     result = await stream.result()

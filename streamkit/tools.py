@@ -16,7 +16,7 @@ import msgspec
 
 from .errors import ToolError
 from .models._base import ToolSpec
-from .processors import is_async_callable
+from .processors._spec import is_async_callable
 
 __all__ = ["Tool", "tool", "INJECTED", "json_schema"]
 
@@ -212,3 +212,27 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
     if fn is not None:
         return build(fn)
     return build
+
+
+def tools_by_name(tools: Any) -> dict[str, Tool]:
+    """Normalise ``tools`` (a list of ``Tool``/``@tool`` functions or typed functions, or a dict)
+    to ``{name: Tool}``; what ``Agent(tools=...)`` and a ``tools`` override accept.
+
+    Raises:
+        ToolError: an entry that is not a tool, or two tools with the same name.
+    """
+    if tools is None:
+        return {}
+    items = list(tools.values()) if isinstance(tools, dict) else list(tools)
+    out: dict[str, Tool] = {}
+    for t in items:
+        if not isinstance(t, Tool):
+            if not callable(t):
+                raise ToolError(f"tools must be Tool objects or typed functions, got "
+                                f"{type(t).__name__}")
+            t = tool(t)
+        if t.id in out:
+            raise ToolError(f"two tools are named {t.id!r}; tool names must be unique",
+                            tool_name=t.id)
+        out[t.id] = t
+    return out

@@ -112,13 +112,13 @@ class TestGraph:
                 assert rect is not None
                 boxes[g.get("data-node")] = (float(rect.get("x", 0)), float(rect.get("y", 0)))
         main = ["start", "process_input", "process_input_step", "prepare_step",
-                "process_llm_request", "model", "process_output_stream", "process_llm_response",
+                "process_llm_request", "model", "process_output_stream", "collect", "process_llm_response",
                 "process_output_step", "tools", "process_tool_result", "step_finish",
                 "process_output_result", "finish", "end"]
         assert [boxes[n][1] for n in main] == sorted(boxes[n][1] for n in main)
         assert len({boxes[n][0] for n in main}) == 1
         column = boxes["start"][0]
-        for side in ("retry", "abort", "fail", "process_api_error"):
+        for side in ("retry", "tripwire", "fail", "process_api_error"):
             assert boxes[side][0] > column
         loop = next(g for g in root.iter(f"{SVG}g") if g.get("data-src") == "step_finish"
                     and g.get("data-dst") == "process_input_step")

@@ -10,9 +10,12 @@ import pytest
 from streamkit import Processor, ProcessorDefinitionError, ProcessorError, TripWire
 from streamkit.chunks import DataChunk, TextDelta, TextStart
 from streamkit.messages import Message, MessageList
-from streamkit.processors import (RequestRuntime, StepOverrides, StreamChain, register,
-                                  run_api_error, run_input_step, run_llm_request,
-                                  run_message_hook)
+from streamkit.processors import StepOverrides
+from streamkit.processors._chain import StreamChain
+from streamkit.processors._runner import (run_api_error, run_input_step, run_llm_request,
+                                          run_message_hook)
+from streamkit.processors._runtime import RequestRuntime
+from streamkit.processors._spec import register
 
 from .conftest import P, hook
 

@@ -1,33 +1,60 @@
 """``Agent``: configuration, per-call resolution (including ``Override``), ``generate``/``stream``.
 
-The agent itself holds configuration only; each call resolves it into a frozen ``RunConfig``,
-creates a fresh ``RunState`` (new state dicts, new trace) and walks the loop graph
-(``streamkit.agent._loop``). Nothing per call is stored on the agent, so any number of concurrent
-calls on one agent never share state.
+The agent itself holds configuration only; each call resolves it into a frozen ``RunConfig`` and
+creates a ``Run`` (new state dicts, new trace) that walks the loop graph (``_loop``); the
+``AgentStream`` returned owns that run. Nothing per call is stored on the agent, so any number of
+concurrent calls on one agent never share state.
 """
 
 from __future__ import annotations
 
+import difflib
+import enum
 import logging
-import uuid
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Iterable, Sequence
+from typing import (TYPE_CHECKING, Any, Callable, Iterable, Mapping, Never, NoReturn, Sequence,
+                    TypeAlias, Union)
 
-from ..errors import ProcessorDefinitionError, StreamkitError, ToolError
+
+
+from ..errors import (InvalidArgument, InvalidType, ProcessorDefinitionError, ToolError,
+                      UsageError)
 from ..graph import Graph
-from ..messages import MessageList
-from ..models import resolve_model
-from ..processors import (Pipeline, ProcessorSpec, RequestRuntime, StreamChain, Writer,
-                          flatten_processors, register)
-from ..tools import Tool
-from ._loop import build_graph, drive
+from ..models import Model, resolve_model
+from ..processors._base import Pipeline, flatten_processors
+from ..processors._spec import ProcessorSpec, register
+from ..tools import Tool, tools_by_name
+from ._build import schema_of
+from ._loop import NODES, build_graph
 from ._result import AgentResult, AgentStream
-from ._state import RunConfig, RunState
+from ._run import Run
+from ._state import RunConfig, StructuredOutput, ToolChoice
 
-__all__ = ["Agent", "Override", "tools_by_name"]
+if TYPE_CHECKING:
+    from ..memory import Memory
+    from ..messages import Message
 
-_UNSET: Any = object()
+__all__ = ["Agent", "Override", "Processors", "MessageInput"]
+
 log = logging.getLogger("streamkit.agent")
+
+
+class _Unset(enum.Enum):
+    """A call option left out (``None`` can be a meaningful value for some options)."""
+
+    UNSET = "unset"
+
+
+_UNSET = _Unset.UNSET
+
+#: A processor list: processors and ``Pipeline``s, or a function of ``request_context`` that
+#: returns them.
+Processors: TypeAlias = Union[Sequence[Any], Pipeline,
+                              Callable[[Mapping[str, Any]], Sequence[Any]]]
+
+#: What ``generate``/``stream`` accept as input: a string, a message, a message dict, or a list.
+MessageInput: TypeAlias = Union[str, "Message", Mapping[str, Any],
+                                Sequence[Union[str, "Message", Mapping[str, Any]]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,32 +111,6 @@ class Override:
             pos = new_ids.index(anchor) + (0 if self.before is not None else 1)
             return out[:pos] + adds + out[pos:]
         return out + adds
-
-
-def tools_by_name(tools: Any) -> dict[str, Tool]:
-    """Normalise ``tools`` (a list of ``Tool``/``@tool`` functions, or a dict) to ``{name: Tool}``.
-
-    Raises:
-        ToolError: an entry that is not a tool, or two tools with the same name.
-    """
-    if tools is None:
-        return {}
-    items = list(tools.values()) if isinstance(tools, dict) else list(tools)
-    out: dict[str, Tool] = {}
-    for t in items:
-        if not isinstance(t, Tool):
-            if callable(t):
-                from ..tools import tool as make_tool
-
-                t = make_tool(t)
-            else:
-                raise ToolError(f"tools must be Tool objects or typed functions, got "
-                                f"{type(t).__name__}")
-        if t.id in out:
-            raise ToolError(f"two tools are named {t.id!r}; tool names must be unique",
-                            tool_name=t.id)
-        out[t.id] = t
-    return out
 
 
 def _is_dynamic(value: Any) -> bool:
@@ -215,29 +216,28 @@ class Agent:
         'Hi'
     """
 
-    def __init__(self, *, id: str, instructions: str | Sequence[str] = "", model: Any = None,
-                 name: str | None = None, tools: Any = None, input_processors: Any = None,
-                 output_processors: Any = None, error_processors: Any = None,
+    def __init__(self, *, id: str, instructions: str | Sequence[str] = "",
+                 model: Model | str | None = None, name: str | None = None,
+                 tools: Sequence[Any] | Mapping[str, Any] | None = None,
+                 input_processors: Processors | None = None,
+                 output_processors: Processors | None = None,
+                 error_processors: Processors | None = None,
                  max_processor_retries: int | None = None, max_steps: int = 5,
-                 memory: Any = None, tool_choice: Any = None,
+                 memory: Memory | None = None, tool_choice: ToolChoice | None = None,
                  active_tools: Sequence[str] | None = None,
-                 model_settings: dict[str, Any] | None = None,
-                 provider_options: dict[str, Any] | None = None,
-                 structured_output: Any = None, prepare_step: Callable[..., Any] | None = None
-                 ) -> None:
+                 model_settings: Mapping[str, Any] | None = None,
+                 provider_options: Mapping[str, Any] | None = None,
+                 structured_output: StructuredOutput | None = None,
+                 prepare_step: Callable[..., Any] | None = None) -> None:
         if not isinstance(id, str) or not id:
-            raise StreamkitError("Agent needs a non-empty string id")
-        if max_steps < 1:
-            raise StreamkitError(f"max_steps must be >= 1, got {max_steps}")
-        if max_processor_retries is not None and max_processor_retries < 0:
-            raise StreamkitError(f"max_processor_retries must be >= 0, got "
-                                 f"{max_processor_retries}")
+            raise InvalidArgument(f"Agent needs a non-empty string id, got {id!r}")
+        _check_counts(max_steps, max_processor_retries)
         self.id = id
         self.name = name or id
         self.instructions = (instructions,) if isinstance(instructions, str) \
             else tuple(instructions)
         # A router id is resolved once, so every call shares one model (and its HTTP client).
-        self.model = resolve_model(model) if model is not None else None
+        self.model: Model | None = resolve_model(model) if model is not None else None
         self.tools = tools_by_name(tools)
         self.input_processors = input_processors
         self.output_processors = output_processors
@@ -245,10 +245,13 @@ class Agent:
         self.max_processor_retries = max_processor_retries
         self.max_steps = max_steps
         self.memory = memory
+        self.tool_choice = tool_choice
+        self.active_tools = active_tools
+        self.model_settings = model_settings
+        self.provider_options = provider_options
+        self.structured_output = structured_output
+        self.prepare_step = prepare_step
         self._graphs: dict[tuple[Any, ...], Graph] = {}
-        self.defaults = {"tool_choice": tool_choice, "active_tools": active_tools,
-                         "model_settings": model_settings, "provider_options": provider_options,
-                         "structured_output": structured_output, "prepare_step": prepare_step}
         # Fail at construction, not at the first request, on malformed processors.
         static = {lane: _resolve_list(getattr(self, lane), {}, lane)
                   for lane in LANE_HOOKS if not _is_dynamic(getattr(self, lane))}
@@ -261,9 +264,10 @@ class Agent:
 
     # ------------------------------------------------------------------ resolution
 
-    def _lane(self, lane: str, override: Any, request_context: Any) -> tuple[ProcessorSpec, ...]:
+    def _lane(self, lane: str, override: Processors | Override | None,
+              request_context: Mapping[str, Any]) -> tuple[ProcessorSpec, ...]:
         base = _resolve_list(getattr(self, lane), request_context, lane)
-        if override is _UNSET or override is None:
+        if override is None:
             chosen = base
         elif isinstance(override, Override):
             chosen = override.apply(base, lane)
@@ -271,49 +275,54 @@ class Agent:
             chosen = _resolve_list(override, request_context, lane)
         return _specs(chosen, lane)
 
-    def _config(self, opts: dict[str, Any]) -> RunConfig:
-        rc = opts.get("request_context")
-        rc = rc if rc is not None else {}
-        model = opts.get("model") or self.model
+    def _config(self, call: _Call) -> RunConfig:
+        # The caller's own dict, not a copy: processors may leave things in it for the caller.
+        rc = call.request_context if call.request_context is not None else {}
+        model = call.model if call.model is not None else self.model
         if model is None:
-            raise StreamkitError(f"agent {self.id!r} has no model; pass model= to Agent(...) or "
-                                 f"to the call")
-        d = {k: (opts[k] if opts.get(k) is not None else v) for k, v in self.defaults.items()}
-        structured = d["structured_output"]
-        schema = None
-        if structured is not None:
-            from ._build import schema_of
-
-            schema = schema_of(structured)
-        active = d["active_tools"]
+            raise UsageError(f"agent {self.id!r} has no model; pass model= to Agent(...) or "
+                             f"to the call")
+        _check_counts(call.max_steps if call.max_steps is not None else self.max_steps,
+                      None if call.max_processor_retries is _UNSET
+                      else call.max_processor_retries)
+        structured = _pick(call.structured_output, self.structured_output)
+        active = _pick(call.active_tools, self.active_tools)
         if active is not None:
             unknown = [t for t in active if t not in self.tools]
             if unknown:
                 raise ToolError(f"active_tools names unknown tool(s) {unknown}; this agent has "
                                 f"{sorted(self.tools)}", tool_name=unknown[0])
-        retries = opts.get("max_processor_retries", _UNSET)
-        prepare = d["prepare_step"]
+        prepare = _pick(call.prepare_step, self.prepare_step)
+        retries = self.max_processor_retries if call.max_processor_retries is _UNSET \
+            else call.max_processor_retries
         return RunConfig(
             agent_id=self.id, instructions=self.instructions, model=resolve_model(model),
             tools=self.tools,
-            input_specs=self._lane("input_processors", opts.get("input_processors", _UNSET), rc),
-            output_specs=self._lane("output_processors", opts.get("output_processors", _UNSET),
-                                    rc),
-            error_specs=self._lane("error_processors", opts.get("error_processors", _UNSET), rc),
+            input_specs=self._lane("input_processors", call.input_processors, rc),
+            output_specs=self._lane("output_processors", call.output_processors, rc),
+            error_specs=self._lane("error_processors", call.error_processors, rc),
             prepare_step=register(_PrepareStep(prepare)) if prepare is not None else None,
-            max_processor_retries=self.max_processor_retries if retries is _UNSET else retries,
-            max_steps=opts.get("max_steps") or self.max_steps,
-            tool_choice=d["tool_choice"],
+            max_processor_retries=retries,
+            max_steps=call.max_steps if call.max_steps is not None else self.max_steps,
+            tool_choice=_pick(call.tool_choice, self.tool_choice),
             active_tools=tuple(active) if active is not None else None,
-            model_settings=dict(d["model_settings"] or {}),
-            provider_options=dict(d["provider_options"] or {}),
-            structured_output=structured, structured_schema=schema, memory=self.memory,
-            thread_id=opts.get("thread_id"), resource_id=opts.get("resource_id"),
-            timed=opts.get("trace", True) is not False)
+            model_settings=dict(_pick(call.model_settings, self.model_settings) or {}),
+            provider_options=dict(_pick(call.provider_options, self.provider_options) or {}),
+            structured_output=structured,
+            structured_schema=schema_of(structured) if structured is not None else None,
+            memory=self.memory, thread_id=call.thread_id, resource_id=call.resource_id,
+            request_context=rc, timed=call.trace)
 
-    def graph(self, **options: Any) -> Graph:
-        """The loop this agent runs, with the processors at each node (per-call options apply)."""
-        return self._graph(self._config(options))
+    def graph(self, *, input_processors: Processors | Override | None = None,
+              output_processors: Processors | Override | None = None,
+              error_processors: Processors | Override | None = None,
+              prepare_step: Callable[..., Any] | None = None,
+              request_context: dict[str, Any] | None = None) -> Graph:
+        """The loop this agent runs, with the processors at each node (per-call lists apply)."""
+        return self._graph(self._config(_Call(
+            input_processors=input_processors, output_processors=output_processors,
+            error_processors=error_processors, prepare_step=prepare_step,
+            request_context=request_context)))
 
     def _graph(self, cfg: RunConfig) -> Graph:
         """The loop graph for ``cfg``, built once per shape of processor lists (building and
@@ -330,104 +339,131 @@ class Agent:
 
     # ------------------------------------------------------------------ running
 
-    async def _prepare(self, cfg: RunConfig, messages: Any, opts: dict[str, Any]) -> RunState:
-        run_id = str(uuid.uuid4())
-        runtime = RequestRuntime(opts.get("request_context"), run_id=run_id, timed=cfg.timed)
-        ml = MessageList(thread_id=cfg.thread_id, resource_id=cfg.resource_id)
-        for text in cfg.instructions:
-            if text:
-                ml.add_system(text)
-        # Remembered history and the input are added by the graph's ``start`` node, so that a
-        # memory failure ends the run like any other error (an error chunk on a stream).
-        direct: list[Any] = []
-        routed: list[Any] = []
-        st_holder: dict[str, RunState] = {}
-
-        def route(chunk: Any) -> None:
-            routed.append(chunk)
-            st = st_holder.get("st")
-            if st is not None and st.data_event is not None:
-                st.data_event.set()
-
-        routed_writer = Writer(route)
-        direct_writer = Writer(direct.append)
-        chain = StreamChain(cfg.output_specs, runtime, writer=direct_writer, message_list=ml)
-        st = RunState(run_id=run_id, runtime=runtime, message_list=ml, chain=chain,
-                      system_snapshot=ml.snapshot_system(), routed=routed, direct=direct,
-                      routed_writer=routed_writer, direct_writer=direct_writer,
-                      input_messages=messages)
-        st_holder["st"] = st
-        return st
-
-    def _result(self, st: RunState) -> AgentResult:
-        return AgentResult(
-            text=st.text, usage=st.usage, finish_reason=st.finish_reason, steps=st.steps,
-            tripwire=st.tripwire, messages=st.message_list.get.response.db(), object=st.object,
-            run_id=st.run_id, trace=st.runtime.trace, error=st.error,
-            states=st.runtime.states)
-
-    def stream(self, messages: Any = None, **options: Any) -> AgentStream:
+    def stream(self, messages: MessageInput | None = None, *,
+               input_processors: Processors | Override | None = None,
+               output_processors: Processors | Override | None = None,
+               error_processors: Processors | Override | None = None,
+               max_processor_retries: int | None | _Unset = _UNSET,
+               request_context: dict[str, Any] | None = None,
+               thread_id: str | None = None, resource_id: str | None = None,
+               max_steps: int | None = None, prepare_step: Callable[..., Any] | None = None,
+               tool_choice: ToolChoice | None = None, active_tools: Sequence[str] | None = None,
+               model_settings: Mapping[str, Any] | None = None,
+               provider_options: Mapping[str, Any] | None = None,
+               structured_output: StructuredOutput | None = None,
+               model: Model | str | None = None, trace: bool = True,
+               **unknown: Never) -> AgentStream:
         """Run the agent and stream every chunk (``start``, ``step-start``, …, ``finish``).
 
-        Options: ``input_processors``, ``output_processors``, ``error_processors`` (a list that
-        replaces the agent's for this call, or an ``Override``), ``max_processor_retries``,
-        ``request_context``, ``thread_id``, ``resource_id``, ``max_steps``, ``prepare_step``,
-        ``tool_choice``, ``active_tools``, ``model_settings``, ``provider_options``,
-        ``structured_output``, ``model``, ``trace`` (``False`` skips per-chunk timing).
+        Args:
+            messages: the input: a string, a ``Message``, a message dict, or a list of them.
+            input_processors, output_processors, error_processors: a list that replaces the
+                agent's for this call, or an ``Override`` that edits it. Memory is kept.
+            max_processor_retries: replaces the agent's value (``None``: no retries).
+            request_context: given to hooks and tools that ask for ``request_context``.
+            thread_id, resource_id: the memory thread and resource of this turn.
+            max_steps, prepare_step, tool_choice, active_tools, model_settings,
+                provider_options, structured_output, model: this call's values (they win over
+                the agent's).
+            trace: ``False`` skips per-chunk timing of stream hooks.
+
+        Returns:
+            An ``AgentStream``; the run starts when it is first iterated or awaited.
 
         Raises:
-            StreamkitError: an unknown option (with the valid names), or a malformed processor.
+            UsageError: an unknown option (``InvalidType``, naming the closest valid one; the
+                ``Never`` type of ``**unknown`` makes mypy flag it too), a bad option value
+                (``InvalidArgument``), no model.
+            ProcessorDefinitionError: a malformed processor.
         """
-        _check_options(options)
-        cfg = self._config(options)
-        holder: dict[str, RunState] = {}
+        if unknown:
+            _reject_unknown(unknown)
+        call = _Call(input_processors, output_processors, error_processors,
+                     max_processor_retries, request_context, thread_id, resource_id, max_steps,
+                     prepare_step, tool_choice, active_tools, model_settings, provider_options,
+                     structured_output, model, trace)
+        cfg = self._config(call)
+        return AgentStream(Run(cfg, self._graph(cfg), NODES, messages))
 
-        async def prepare() -> RunState:
-            st = holder["st"] = await self._prepare(cfg, messages, options)
-            return st
-
-        def run() -> AsyncIterator[Any]:
-            return drive(cfg, prepare, self._graph(cfg))
-
-        def finish() -> AgentResult:
-            st = holder.get("st")
-            if st is None:
-                raise StreamkitError("the stream was closed before it started")
-            return self._result(st)
-
-        def delivered() -> str:
-            st = holder.get("st")
-            return "" if st is None else st.delivered_text()
-
-        return AgentStream(run, finish, delivered)
-
-    async def generate(self, messages: Any = None, **options: Any) -> AgentResult:
-        """Run the agent to completion and return its ``AgentResult`` (same options as
-        ``stream``). A tripwire does not raise: check ``result.tripwire``.
+    async def generate(self, messages: MessageInput | None = None, *,
+                       input_processors: Processors | Override | None = None,
+                       output_processors: Processors | Override | None = None,
+                       error_processors: Processors | Override | None = None,
+                       max_processor_retries: int | None | _Unset = _UNSET,
+                       request_context: dict[str, Any] | None = None,
+                       thread_id: str | None = None, resource_id: str | None = None,
+                       max_steps: int | None = None,
+                       prepare_step: Callable[..., Any] | None = None,
+                       tool_choice: ToolChoice | None = None,
+                       active_tools: Sequence[str] | None = None,
+                       model_settings: Mapping[str, Any] | None = None,
+                       provider_options: Mapping[str, Any] | None = None,
+                       structured_output: StructuredOutput | None = None,
+                       model: Model | str | None = None, trace: bool = True,
+                       **unknown: Never) -> AgentResult:
+        """Run the agent to completion and return its ``AgentResult`` (the arguments are
+        ``stream``'s). A tripwire does not raise: check ``result.tripwire``.
 
         Raises:
             APICallError: the model failed and no error processor recovered.
             ProcessorError: a processor raised or returned a value of the wrong shape.
         """
-        stream = self.stream(messages, **options)
+        if unknown:
+            _reject_unknown(unknown)
+        stream = self.stream(
+            messages, input_processors=input_processors, output_processors=output_processors,
+            error_processors=error_processors, max_processor_retries=max_processor_retries,
+            request_context=request_context, thread_id=thread_id, resource_id=resource_id,
+            max_steps=max_steps, prepare_step=prepare_step, tool_choice=tool_choice,
+            active_tools=active_tools, model_settings=model_settings,
+            provider_options=provider_options, structured_output=structured_output,
+            model=model, trace=trace)
         return await stream.result()
 
 
-_OPTIONS = frozenset((
-    "input_processors", "output_processors", "error_processors", "max_processor_retries",
-    "request_context", "thread_id", "resource_id", "max_steps", "prepare_step", "tool_choice",
-    "active_tools", "model_settings", "provider_options", "structured_output", "model", "trace",
-))
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """The options of one ``stream``/``generate`` call, as given (``None``: not given)."""
+
+    input_processors: Processors | Override | None = None
+    output_processors: Processors | Override | None = None
+    error_processors: Processors | Override | None = None
+    max_processor_retries: int | None | _Unset = _UNSET
+    request_context: dict[str, Any] | None = None
+    thread_id: str | None = None
+    resource_id: str | None = None
+    max_steps: int | None = None
+    prepare_step: Callable[..., Any] | None = None
+    tool_choice: ToolChoice | None = None
+    active_tools: Sequence[str] | None = None
+    model_settings: Mapping[str, Any] | None = None
+    provider_options: Mapping[str, Any] | None = None
+    structured_output: StructuredOutput | None = None
+    model: Model | str | None = None
+    trace: bool = True
 
 
-def _check_options(options: dict[str, Any]) -> None:
-    unknown = set(options) - _OPTIONS
-    if unknown:
-        import difflib
+_OPTIONS = tuple(name for name in _Call.__dataclass_fields__)
 
-        name = sorted(unknown)[0]
-        close = difflib.get_close_matches(name, sorted(_OPTIONS), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise StreamkitError(f"unknown option {name!r}{hint} Valid options: "
-                             f"{', '.join(sorted(_OPTIONS))}")
 
+def _reject_unknown(unknown: Mapping[str, object]) -> NoReturn:
+    name = sorted(unknown)[0]
+    close = difflib.get_close_matches(name, _OPTIONS, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise InvalidType(f"unknown option {name!r}{hint} Valid options: "
+                      f"{', '.join(sorted(_OPTIONS))}")
+
+
+def _pick(given: Any, default: Any) -> Any:
+    """A call's value where given, else the agent's."""
+    return given if given is not None else default
+
+
+def _check_counts(max_steps: int, max_processor_retries: int | None) -> None:
+    if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1:
+        raise InvalidArgument(f"max_steps must be an int >= 1, got {max_steps!r}")
+    if max_processor_retries is not None and (
+            not isinstance(max_processor_retries, int) or isinstance(max_processor_retries, bool)
+            or max_processor_retries < 0):
+        raise InvalidArgument(f"max_processor_retries must be None or an int >= 0, got "
+                              f"{max_processor_retries!r}")

@@ -15,7 +15,6 @@ from ..errors import StreamkitError
 from ..messages import (FilePart, ReasoningPart, ReasoningText, SourceInfo, SourcePart, TextPart,
                         ToolInvocationPart)
 from ._result import Usage
-from ._state import RunConfig
 
 __all__ = ["usage_of", "reason_of", "StepRecorder", "schema_of", "step_end_payload",
            "parse_object"]
@@ -159,7 +158,9 @@ def step_end_payload(kind: str, reason: str, continued: bool, text: str,
                            total_tokens=usage.total_tokens)))
 
 
-def parse_object(cfg: RunConfig, text: str) -> Any:
+def parse_object(structured_output: Any, text: str) -> Any:
+    """The structured-output object in the model's answer ``text`` (a JSON document, possibly
+    in a Markdown fence), converted to ``structured_output`` when that is a type."""
     import msgspec
 
     body = text.strip()
@@ -171,11 +172,11 @@ def parse_object(cfg: RunConfig, text: str) -> Any:
     except json.JSONDecodeError as exc:
         raise StreamkitError(f"structured output: the model's answer is not JSON ({exc}); "
                              f"got {text[:80]!r}") from exc
-    if isinstance(cfg.structured_output, dict):
+    if isinstance(structured_output, dict):
         return raw
     try:
-        return msgspec.convert(raw, type=cfg.structured_output, strict=False)
+        return msgspec.convert(raw, type=structured_output, strict=False)
     except msgspec.ValidationError as exc:
         raise StreamkitError(f"structured output does not match "
-                             f"{getattr(cfg.structured_output, '__name__', 'the schema')}: "
+                             f"{getattr(structured_output, '__name__', 'the schema')}: "
                              f"{exc}") from exc

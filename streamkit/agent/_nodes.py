@@ -1,180 +1,110 @@
-"""The node functions of the agent loop (see ``_loop.build_graph`` for how they connect).
+"""The node functions of the agent loop (``_loop.build_graph`` connects them).
 
-Control nodes are ``async def node(cfg, st) -> next_node_name``; streaming nodes are async
-generators that yield chunks for the consumer and leave the next node in ``st.next_node``.
-Chunks a node produces for the consumer go through ``emit`` (the fused output-stream chain) or
-``emit_direct`` (bypassing processors: the loop's own framing chunks).
+Every node is ``async def node(run) -> str | Stream``: it returns the next node's name, or a
+``Stream`` of chunks followed by the next node's name. Chunks a node produces go out through
+``run.emit(chunk, origin)``; the routing table (``_routing.ROUTES``) decides whether the output
+processors see them. Errors are raised, never turned into a next node here: ``Run.events``
+routes them (``TripWire`` → retry/tripwire, ``APICallError`` → process_api_error, other
+streamkit errors → fail).
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Mapping
 
 from msgspec import UNSET
 
-from ..chunks import (DataChunk, ErrorChunk, Finish, ObjectResult, ResponseMetadata, Start,
-                      StepFinish, StepStart, TextDelta, ToolErrorChunk, ToolResult, TripwireChunk,
+from ..chunks import (Chunk, DataChunk, ErrorChunk, Finish, ObjectResult, ResponseMetadata, Start,
+                      StepFinish, StepStart, ToolErrorChunk, ToolResult, TripwireChunk,
                       coerce_chunk)
-from ..errors import APICallError, ToolError
-from ..messages import DataPart, Message, MessageContent, StepStartPart, ToolInvocationPart, get_text
+from ..errors import APICallError, StreamkitError, ToolError
+from ..graph import END
+from ..messages import Message, MessageContent, MessageList, StepStartPart, ToolInvocationPart, get_text
 from ..models import ModelRequest, resolve_model
-from ..processors import (StepOverrides, run_api_error, run_input_step, run_llm_request,
-                          run_llm_response, run_message_hook)
-from ._build import (StepRecorder, parse_object, reason_of, schema_of, step_end_payload,
-                     usage_of)
+from ..processors._runner import (StepOverrides, run_api_error, run_input_step, run_llm_request,
+                                  run_llm_response, run_message_hook)
+from ..tools import Tool, tools_by_name
+from ._build import StepRecorder, parse_object, reason_of, schema_of, step_end_payload, usage_of
 from ._result import StepResult
-from ._state import FEEDBACK_TEMPLATE, RunConfig, RunState, StepState
+from ._routing import Origin
+from ._run import Run, Stream
+from ._state import FEEDBACK_TEMPLATE, RunConfig, StepState
+
+__all__ = ["start", "process_input", "process_input_step", "prepare_step",
+           "process_llm_request", "model", "process_output_stream", "collect",
+           "process_api_error", "process_llm_response", "process_output_step", "tools",
+           "process_tool_result", "step_finish", "retry", "process_output_result", "finish",
+           "tripwire", "fail"]
 
 AGENT = "AGENT"
 
-
-def take_next(st: RunState) -> str:
-    """The node a streaming node chose when it finished."""
-    name, st.next_node = st.next_node, ""
-    return name
+#: Chunks of the model's stream the loop keeps instead of delivering: its per-step ``finish``
+#: (usage, reason; the loop emits its own ``step-finish``/``finish``) and response metadata.
+_HELD = frozenset((Finish, ResponseMetadata))
 
 
-def _set_next(st: RunState, name: str) -> None:
-    st.next_node = name
-
-
-def _step(st: RunState) -> StepState:
-    step = st.step
-    if step is None:  # the graph only reaches step nodes after process_input_step
-        raise RuntimeError("streamkit bug: a step node ran outside a step")
-    return step
-
-
-# ----------------------------------------------------------------------------- emitting
-
-
-async def emit(st: RunState, chunk: Any) -> None:
-    """Push ``chunk`` through the output-stream processors; queue what comes out."""
-    chain = st.chain
-    out = await chain.push(chunk) if chain.is_async else chain.push(chunk)
-    _take_direct(st)
-    if out is None:
-        return
-    if out.__class__ is list:
-        for o in out:
-            _keep(st, o)
-    else:
-        _keep(st, out)
-
-
-def _keep(st: RunState, chunk: Any) -> None:
-    st.out.append(chunk)
-    if chunk.__class__ is DataChunk:
-        _persist_data(st, chunk)
-
-
-def _take_direct(st: RunState) -> None:
-    if st.direct:
-        for c in st.direct:
-            _keep(st, c)
-        st.direct.clear()
-
-
-def _persist_data(st: RunState, chunk: Any) -> None:
-    """A non-transient ``data-*`` chunk becomes a part of the turn's assistant message."""
-    if chunk.transient is True or not chunk.type.startswith("data-"):
-        return
-    part = DataPart(type=chunk.type, data=chunk.data)
-    if chunk.id is not None and chunk.id is not UNSET:
-        part.id = chunk.id
-    st.message_list.add(Message(role="assistant", content=MessageContent(parts=[part])),
-                        "response")
-
-
-async def drain_routed(cfg: RunConfig, st: RunState) -> None:
-    """Chunks written by tools and by hooks with a routed writer go through the processors that
-    opted in to data parts (``emit`` applies the gate), then to the consumer."""
-    while st.routed:
-        batch = list(st.routed)
-        st.routed.clear()
-        for chunk in batch:
-            await emit(st, chunk)
-
-
-def emit_direct(st: RunState, chunk: Any) -> None:
-    st.out.append(chunk)
-
-
-async def close_step(st: RunState) -> None:
-    step = st.step
-    if step is not None and step.source is not None:
-        closer = getattr(step.source, "aclose", None)
-        step.source = None
-        if closer is not None:
-            try:
-                await closer()
-            except Exception:  # noqa: BLE001 - closing a model stream must not mask the outcome
-                pass
-
-
-# ----------------------------------------------------------------------------- helpers
-
-
-def _base_args(cfg: RunConfig, st: RunState, *, writer: bool = True) -> dict[str, Any]:
-    step = st.step
+def _base_args(run: Run) -> dict[str, Any]:
+    """Arguments every in-step hook may ask for."""
+    st = run.state
     args: dict[str, Any] = {
         "message_list": st.message_list, "retry_count": st.retry_count,
-        "request_context": st.runtime.request_context, "steps": list(st.steps),
-        "step_number": st.step_number, "abort_signal": None,
+        "request_context": run.runtime.request_context, "steps": list(st.steps),
+        "step_number": st.step_number, "abort_signal": None, "writer": run.hook_writer,
     }
-    if writer:
-        args["writer"] = st.routed_writer
-    if step is not None:
-        args["model"] = step.model
+    if st.step is not None:
+        args["model"] = st.step.model
     return args
 
 
-# ----------------------------------------------------------------------------- nodes
+# ----------------------------------------------------------------------------- before the loop
 
 
-async def start(cfg: RunConfig, st: RunState) -> str:
+async def start(run: Run) -> str:
     """Remembered history (source ``memory``), then the caller's input (source ``input``)."""
-    ml = st.message_list
+    cfg, ml = run.config, run.state.message_list
     if cfg.memory is not None and cfg.thread_id is not None:
         history = await cfg.memory.recall(cfg.thread_id, cfg.resource_id)
         if history:
             ml.add(history, "memory")
-    if st.input_messages is not None:
-        ml.add(st.input_messages, "input")
+    if run.state.input_messages is not None:
+        ml.add(run.state.input_messages, "input")
     return "process_input"
 
 
-async def process_input(cfg: RunConfig, st: RunState) -> str:
-    await run_message_hook(st.runtime, cfg.input_specs, "process_input", st.message_list,
-                           {"retry_count": 0, "request_context": st.runtime.request_context},
+async def process_input(run: Run) -> str:
+    await run_message_hook(run.runtime, run.config.input_specs, "process_input",
+                           run.state.message_list,
+                           {"retry_count": 0, "request_context": run.runtime.request_context},
                            default_source="input")
-    emit_direct(st, Start(id=cfg.agent_id, message_id=st.run_id, run_id=st.run_id, from_=AGENT))
+    run.emit(Start(id=run.config.agent_id, message_id=run.run_id, run_id=run.run_id,
+                   from_=AGENT), Origin.RUN)
     return "process_input_step"
 
 
-async def process_input_step(cfg: RunConfig, st: RunState) -> str:
-    # Every attempt starts from the agent's own untagged system messages (edits last one call).
+# ----------------------------------------------------------------------------- one step
+
+
+async def process_input_step(run: Run) -> str:
+    cfg, st = run.config, run.state
+    # Every attempt starts from the agent's own untagged system messages (edits last one step).
     st.message_list.restore_system(st.system_snapshot)
-    step = st.step = StepState(number=st.step_number, retry_count=st.retry_count)
-    step.checkpoint = st.message_list.checkpoint()
-    step.model = cfg.model
-    step.tools = {name: t for name, t in cfg.tools.items()
-                  if cfg.active_tools is None or name in cfg.active_tools}
-    step.tool_choice = cfg.tool_choice
-    step.model_settings = dict(cfg.model_settings)
-    step.provider_options = dict(cfg.provider_options)
-    step.structured_output = cfg.structured_output
-    st.chain.retry_count = st.retry_count
-    overrides = await run_input_step(st.runtime, cfg.input_specs, st.message_list,
-                                     _step_args(cfg, st), step=st.step_number)
+    step = st.step = StepState(
+        number=st.step_number, retry_count=st.retry_count,
+        checkpoint=st.message_list.checkpoint(), model=cfg.model,
+        tools={name: t for name, t in cfg.tools.items()
+               if cfg.active_tools is None or name in cfg.active_tools},
+        tool_choice=cfg.tool_choice, model_settings=dict(cfg.model_settings),
+        provider_options=dict(cfg.provider_options), structured_output=cfg.structured_output)
+    run.chain.retry_count = st.retry_count
+    overrides = await run_input_step(run.runtime, cfg.input_specs, st.message_list,
+                                     _step_args(run, step), step=st.step_number)
     _apply_overrides(cfg, step, overrides)
     return "prepare_step"
 
 
-def _step_args(cfg: RunConfig, st: RunState) -> dict[str, Any]:
-    step = _step(st)
-    args = _base_args(cfg, st)
+def _step_args(run: Run, step: StepState) -> dict[str, Any]:
+    args = _base_args(run)
     args.update(model=step.model, tools=dict(step.tools), tool_choice=step.tool_choice,
                 active_tools=list(step.tools), provider_options=step.provider_options,
                 model_settings=step.model_settings, structured_output=step.structured_output)
@@ -185,8 +115,6 @@ def _apply_overrides(cfg: RunConfig, step: StepState, ov: StepOverrides) -> None
     if ov.model is not None:
         step.model = resolve_model(ov.model)
     if ov.tools is not None:
-        from .agent import tools_by_name
-
         step.tools = tools_by_name(ov.tools)
     if ov.active_tools is not None:
         known = {**cfg.tools, **step.tools}
@@ -205,141 +133,89 @@ def _apply_overrides(cfg: RunConfig, step: StepState, ov: StepOverrides) -> None
         step.structured_output = ov.structured_output
 
 
-async def prepare_step(cfg: RunConfig, st: RunState) -> str:
-    if cfg.prepare_step is not None:
-        overrides = await run_input_step(st.runtime, (cfg.prepare_step,), st.message_list,
-                                         _step_args(cfg, st), step=st.step_number)
-        _apply_overrides(cfg, _step(st), overrides)
+async def prepare_step(run: Run) -> str:
+    if run.config.prepare_step is not None:
+        step = run.step
+        overrides = await run_input_step(run.runtime, (run.config.prepare_step,),
+                                         run.state.message_list, _step_args(run, step),
+                                         step=run.state.step_number)
+        _apply_overrides(run.config, step, overrides)
     return "process_llm_request"
 
 
-def _prompt(st: RunState) -> list[dict[str, Any]]:
-    prompt = st.message_list.prompt()
-    for text in st.feedback:
+def _prompt(run: Run) -> list[dict[str, Any]]:
+    prompt: list[dict[str, Any]] = run.state.message_list.prompt()
+    for text in run.state.feedback:
         prompt.append({"role": "system", "content": text})
     return prompt
 
 
-async def process_llm_request(cfg: RunConfig, st: RunState) -> str:
-    step = _step(st)
-    args = _base_args(cfg, st)
-    args.update(prompt=_prompt(st), tools=dict(step.tools), tool_choice=step.tool_choice,
+async def process_llm_request(run: Run) -> str:
+    step = run.step
+    args = _base_args(run)
+    args.update(prompt=_prompt(run), tools=dict(step.tools), tool_choice=step.tool_choice,
                 model_settings=step.model_settings, provider_options=step.provider_options)
-    prompt, replay = await run_llm_request(st.runtime, cfg.input_specs, args,
-                                           step=st.step_number)
+    prompt, replay = await run_llm_request(run.runtime, run.config.input_specs, args,
+                                           step=run.state.step_number)
     step.prompt = prompt
     if replay is not None:
-        step.replay = [_reenvelope(c, st.run_id) for c in replay]
+        step.replay = [_reenvelope(c, run.run_id) for c in replay]
         return "process_output_stream"
     return "model"
 
 
-def _reenvelope(chunk: Any, run_id: str) -> Any:
-    chunk = coerce_chunk(chunk)
-    if chunk.__class__ is not DataChunk:
-        chunk.run_id = run_id
-        chunk.from_ = AGENT
-    return chunk
+def _reenvelope(chunk: Any, run_id: str) -> Chunk:
+    """A replayed chunk, as if this run's model had sent it."""
+    out = coerce_chunk(chunk)
+    if out.__class__ is not DataChunk:
+        out.run_id = run_id  # type: ignore[union-attr]
+        out.from_ = AGENT  # type: ignore[union-attr]
+    return out
 
 
-async def model(cfg: RunConfig, st: RunState) -> str:
-    step = _step(st)
-    from ..tools import Tool
-
+async def model(run: Run) -> str:
+    """Start the model call (an ``APICallError`` here goes to ``process_api_error``)."""
+    cfg, step = run.config, run.step
     schema = cfg.structured_schema if step.structured_output is cfg.structured_output else \
         schema_of(step.structured_output)
     step.request = ModelRequest(
         prompt=step.prompt, tools=[t.spec for t in step.tools.values() if isinstance(t, Tool)],
         tool_choice=step.tool_choice, model_settings=step.model_settings,
-        provider_options=step.provider_options, structured_output=schema, run_id=st.run_id,
-        step_number=st.step_number)
-    try:
-        step.source = step.model.stream(step.request)
-    except APICallError as exc:
-        step.api_error = exc
-        return "process_api_error"
+        provider_options=step.provider_options, structured_output=schema, run_id=run.run_id,
+        step_number=run.state.step_number)
+    step.source = step.model.stream(step.request)
     return "process_output_stream"
 
 
-async def _replay(chunks: list[Any]) -> AsyncIterator[Any]:
-    for c in chunks:
-        yield c
-
-
-async def process_output_stream(cfg: RunConfig, st: RunState) -> AsyncIterator[Any]:
-    """Stream one step: ``step-start``, then every model chunk through the fused chain."""
-    step = _step(st)
-    from_cache = step.replay is not None
-    source = _replay(step.replay or []) if from_cache else step.source
-    step.source = source
-    chain, direct = st.chain, st.direct
+async def process_output_stream(run: Run) -> Stream:
+    """Stream one step: ``step-start`` (queued, so it goes first), then the model's chunks (or
+    the replay) driven through the fused chain; the model's ``finish`` is kept for ``collect``."""
+    cfg, st, step = run.config, run.state, run.step
     rec = step.recorder = StepRecorder(keep_chunks=cfg.keeps_chunks)
     st.delivered.append(rec)
-    add, keep = rec.add, rec.chunks
-    push, is_async = chain.push, chain.is_async
-    step.message_id = st.run_id
-    await emit(st, StepStart(message_id=st.run_id, request={}, warnings=[],
-                             run_id=st.run_id, from_=AGENT))
+    run.emit(StepStart(message_id=run.run_id, request={}, warnings=[], run_id=run.run_id,
+                       from_=AGENT), Origin.STEP)
     step.streamed = True
-    for c in st.out:
-        add(c)
-        yield c
-    st.out.clear()
-    text_cls = TextDelta
-    text_id: Any = None
-    text_buf: list[str] = []
-    try:
-        async for chunk in source:
-            cls = chunk.__class__
-            if cls is Finish:
-                step.finish = chunk
-                continue
-            if cls is ResponseMetadata:
-                continue
-            out = await push(chunk) if is_async else push(chunk)
-            if direct:
-                for d in direct:
-                    if d.__class__ is DataChunk:
-                        _persist_data(st, d)
-                    yield d
-                direct.clear()
-            if out is None:
-                continue
-            if out.__class__ is text_cls:
-                # The hot path: a text delta is recorded by appending its text to its buffer.
-                p = out.payload
-                if p.id != text_id:
-                    text_id = p.id
-                    text_buf = rec.open_text(text_id)
-                text_buf.append(p.text)
-                if keep is not None:
-                    keep.append(out)
-                yield out
-            elif out.__class__ is list:
-                for o in out:
-                    add(o)
-                    yield o
-            else:
-                add(out)
-                yield out
-        for o in await chain.flush():
-            add(o)
-            yield o
-    except APICallError as exc:
-        step.api_error = exc
-        _set_next(st, "process_api_error")
-        return
-    finally:
-        step.source = None
-        closer = getattr(source, "aclose", None)
-        if closer is not None:
-            await closer()
+    source = step.replay if step.replay is not None else step.source
+
+    def hold(chunk: Chunk) -> None:
+        if chunk.__class__ is Finish:
+            step.finish = chunk
+
+    return Stream(run.chain.drive(source, pending=run.outbox.live, held=_HELD, on_held=hold,
+                                  on_close=run.close_source), then="collect")
+
+
+async def collect(run: Run) -> str:
+    """What the step left: usage, reason, text, tool calls, and its assistant message."""
+    st, step = run.state, run.step
     if step.finish is None:
-        step.api_error = APICallError(
+        raise APICallError(
             f"model {getattr(step.model, 'model_id', step.model)!r} ended its stream without a "
             f"finish chunk", is_retryable=True)
-        _set_next(st, "process_api_error")
-        return
+    rec = step.recorder
+    if rec is None:
+        raise StreamkitError("streamkit bug: collect without a recorded stream")
     step.usage = usage_of(step.finish)
     step.finish_reason = reason_of(step.finish)
     step.text, step.reasoning = rec.text(), rec.reasoning()
@@ -349,37 +225,38 @@ async def process_output_stream(cfg: RunConfig, st: RunState) -> AsyncIterator[A
         st.message_list.add(Message(role="assistant", content=MessageContent(
             parts=[StepStartPart(), *parts] if st.step_number or st.steps else parts)),
             "response")
-    _set_next(st, "process_llm_response")
+    return "process_llm_response"
 
 
-async def process_api_error(cfg: RunConfig, st: RunState) -> str:
-    step = _step(st)
+async def process_api_error(run: Run) -> str:
+    cfg, st, step = run.config, run.state, run.step
     error = step.api_error
     if error is None:
-        raise RuntimeError("streamkit bug: process_api_error without an error")
-    cap = cfg.error_retry_cap
-    specs = (*cfg.input_specs, *cfg.output_specs, *cfg.error_specs)
+        raise StreamkitError("streamkit bug: process_api_error without an error")
+    await run.close_source()
     unique: list[Any] = []
     seen: set[int] = set()
-    for spec in specs:  # a processor in several lanes handles each failure once
-        if id(spec.processor) not in seen:
+    for spec in (*cfg.input_specs, *cfg.output_specs, *cfg.error_specs):
+        if id(spec.processor) not in seen:  # a processor in several lanes handles it once
             seen.add(id(spec.processor))
             unique.append(spec)
     # The failed attempt's partial output is rolled back first, so handlers see (and mutate)
     # the list the retried call will be built from.
     st.message_list.rollback(step.checkpoint)
-    args = _base_args(cfg, st)
+    args = _base_args(run)
     args["error"] = error
-    retry = await run_api_error(st.runtime, unique, st.message_list, args, step=st.step_number)
+    retry = await run_api_error(run.runtime, unique, st.message_list, args,
+                                step=st.step_number)
     st.usage = st.usage + step.usage
+    cap = cfg.error_retry_cap
     if retry and cap is not None and st.retry_count < cap:
         if step.streamed:
-            _announce_retry(st, reason=str(error), processor_id=None)
+            _withdraw(run, reason=str(error), processor_id=None)
         st.steps.append(StepResult(step_number=st.step_number, finish_reason="retry",
                                    usage=step.usage, retry_count=st.retry_count))
         st.retry_count += 1
-        st.chain.retry_count = st.retry_count
-        # a fresh attempt at the same step: new checkpoint, same overrides
+        run.chain.retry_count = st.retry_count
+        # A fresh attempt at the same step: new checkpoint, same overrides.
         step.checkpoint = st.message_list.checkpoint()
         step.recorder = None
         step.finish = None
@@ -390,102 +267,100 @@ async def process_api_error(cfg: RunConfig, st: RunState) -> str:
     return "fail"
 
 
-def _rollback(cfg: RunConfig, st: RunState, *, reason: str, processor_id: str | None) -> None:
-    step = _step(st)
-    st.message_list.rollback(step.checkpoint)
-    if step.streamed:
-        _announce_retry(st, reason=reason, processor_id=processor_id)
-
-
-def _announce_retry(st: RunState, *, reason: str, processor_id: str | None) -> None:
+def _withdraw(run: Run, *, reason: str, processor_id: str | None) -> None:
     """Tell the client to withdraw what it showed of this step (transient, never stored)."""
-    step = _step(st)
+    st, step = run.state, run.step
     st.delivered = [rec for rec in st.delivered if rec is not step.recorder]
-    emit_direct(st, DataChunk(type="data-step-retry", transient=True, data={
+    run.emit(DataChunk(type="data-step-retry", transient=True, data={
         "stepNumber": st.step_number, "reason": reason, "processorId": processor_id,
-        "retryCount": st.retry_count + 1}))
+        "retryCount": st.retry_count + 1}), Origin.RUN)
 
 
-async def process_llm_response(cfg: RunConfig, st: RunState) -> str:
-    step = _step(st)
-    args = _base_args(cfg, st)
+async def process_llm_response(run: Run) -> str:
+    step = run.step
+    args = _base_args(run)
     # As in Mastra, the chunks end with the model's own finish (usage, reason), which the
     # consumer never sees; a cache can store and replay it.
     rec = step.recorder
-    chunks = list(rec.chunks) if rec is not None and rec.chunks is not None else []
+    chunks: list[Any] = list(rec.chunks) if rec is not None and rec.chunks is not None else []
     if step.finish is not None:
         chunks.append(step.finish)
     args.update(chunks=chunks, warnings=[], request=step.request, raw_response=None,
                 from_cache=step.replay is not None)
-    await run_llm_response(st.runtime, cfg.input_specs, args, step=st.step_number)
+    await run_llm_response(run.runtime, run.config.input_specs, args,
+                           step=run.state.step_number)
     return "process_output_step"
 
 
-async def process_output_step(cfg: RunConfig, st: RunState) -> str:
-    step = _step(st)
-    args = _base_args(cfg, st)
+async def process_output_step(run: Run) -> str:
+    step = run.step
+    args = _base_args(run)
     args.update(finish_reason=step.finish_reason, provider_metadata=None,
                 tool_calls=[dict(c) for c in step.tool_calls] or None, text=step.text,
                 usage=step.usage)
-    await run_message_hook(st.runtime, cfg.output_specs, "process_output_step", st.message_list,
-                           args, default_source="response", step=st.step_number)
+    await run_message_hook(run.runtime, run.config.output_specs, "process_output_step",
+                           run.state.message_list, args, default_source="response",
+                           step=run.state.step_number)
     return "tools" if step.tool_calls else "step_finish"
 
 
-async def _call_tool(cfg: RunConfig, st: RunState, call: dict[str, Any]) -> tuple[bool, Any]:
-    step = _step(st)
+# ----------------------------------------------------------------------------- tools
+
+
+async def _call_tool(run: Run, call: dict[str, Any]) -> tuple[bool, Any]:
+    """Run one tool call; a failing tool is reported to the model, not raised."""
+    step = run.step
     name = call["tool_name"]
     tool = step.tools.get(name)
-    if tool is None:
-        raise ToolError(f"unknown tool {name!r}; available: {sorted(step.tools)}",
-                        tool_name=name)
-    return True, await tool.run(call["args"] if call["args"] is not None else {},
-                                writer=st.routed_writer,
-                                request_context=st.runtime.request_context,
-                                tool_call_id=call["tool_call_id"], abort_signal=None)
-
-
-async def _guarded(cfg: RunConfig, st: RunState, call: dict[str, Any]) -> tuple[bool, Any]:
     try:
-        return await _call_tool(cfg, st, call)
+        if tool is None:
+            raise ToolError(f"unknown tool {name!r}; available: {sorted(step.tools)}",
+                            tool_name=name)
+        return True, await tool.run(call["args"] if call["args"] is not None else {},
+                                    writer=run.tool_writer,
+                                    request_context=run.runtime.request_context,
+                                    tool_call_id=call["tool_call_id"], abort_signal=None)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - a failing tool is reported to the model
         return False, exc
 
 
-async def tools(cfg: RunConfig, st: RunState) -> AsyncIterator[Any]:
-    """Run the step's tool calls concurrently; data chunks they write stream live."""
-    step = _step(st)
-    event = st.data_event = asyncio.Event()
-    tasks = [asyncio.ensure_future(_guarded(cfg, st, c)) for c in step.tool_calls]
+async def tools(run: Run) -> Stream:
+    """Run the step's tool calls concurrently; what they write streams live."""
+    return Stream(_tool_chunks(run), then="process_tool_result")
+
+
+async def _tool_chunks(run: Run) -> AsyncIterator[Chunk]:
+    step = run.step
+    outbox = run.outbox
+    arrived = outbox.arrived = asyncio.Event()
+    tasks = [asyncio.ensure_future(_call_tool(run, c)) for c in step.tool_calls]
     pending = set(tasks)
     try:
         while pending:
-            waiter = asyncio.ensure_future(event.wait())
+            waiter = asyncio.ensure_future(arrived.wait())
             done, _ = await asyncio.wait(pending | {waiter}, return_when=asyncio.FIRST_COMPLETED)
             waiter.cancel()
-            event.clear()
+            arrived.clear()
             pending -= done
-            if st.routed:
-                await drain_routed(cfg, st)
-                for c in st.out:
-                    yield c
-                st.out.clear()
+            if outbox:
+                await outbox.drain(run.chain)
+                for chunk in outbox.take():
+                    yield chunk
     finally:
         for t in pending:
             t.cancel()
-        st.data_event = None
+        outbox.arrived = None
     step.tool_outcomes = [(call, *t.result()) for call, t in zip(step.tool_calls, tasks)]
-    _set_next(st, "process_tool_result")
 
 
 def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if not isinstance(exc, ToolError) else str(exc)
 
 
-async def process_tool_result(cfg: RunConfig, st: RunState) -> str:
-    step = _step(st)
+async def process_tool_result(run: Run) -> str:
+    st, step = run.state, run.step
     ml = st.message_list
     for call, ok, value in step.tool_outcomes:
         cid, name, targs = call["tool_call_id"], call["tool_name"], call["args"]
@@ -494,31 +369,30 @@ async def process_tool_result(cfg: RunConfig, st: RunState) -> str:
             ml.update_tool_invocation(ToolInvocationPart.failed(cid, name, text, targs))
             step.tool_results.append({"tool_call_id": cid, "tool_name": name, "args": targs,
                                       "result": text, "is_error": True})
-            await emit(st, ToolErrorChunk(tool_call_id=cid, tool_name=name, args=targs,
-                                          error={"name": type(value).__name__,
-                                                 "message": str(value)},
-                                          run_id=st.run_id, from_=AGENT))
+            run.emit(ToolErrorChunk(tool_call_id=cid, tool_name=name, args=targs,
+                                    error={"name": type(value).__name__, "message": str(value)},
+                                    run_id=run.run_id, from_=AGENT), Origin.STEP)
             continue
-        args = _base_args(cfg, st)
+        args = _base_args(run)
         args.update(tool_name=name, tool_call_id=cid, args=targs, result=value,
                     provider_executed=False)
-        await run_message_hook(st.runtime, cfg.output_specs, "process_tool_result", ml, args,
-                               default_source="response", step=st.step_number)
+        await run_message_hook(run.runtime, run.config.output_specs, "process_tool_result", ml,
+                               args, default_source="response", step=st.step_number)
         result = _invocation_result(ml, cid)
         if result is _NOT_SET:
             ml.update_tool_invocation(ToolInvocationPart.returned(cid, name, value, targs))
             result = value
         step.tool_results.append({"tool_call_id": cid, "tool_name": name, "args": targs,
                                   "result": result, "is_error": False})
-        await emit(st, ToolResult(tool_call_id=cid, tool_name=name, args=targs, result=result,
-                                  run_id=st.run_id, from_=AGENT))
+        run.emit(ToolResult(tool_call_id=cid, tool_name=name, args=targs, result=result,
+                            run_id=run.run_id, from_=AGENT), Origin.STEP)
     return "step_finish"
 
 
-_NOT_SET = object()
+_NOT_SET: Any = object()
 
 
-def _invocation_result(ml: Any, tool_call_id: str) -> Any:
+def _invocation_result(ml: MessageList, tool_call_id: str) -> Any:
     """The result a ``process_tool_result`` hook wrote with ``update_tool_invocation``, if any."""
     for msg in reversed(ml.get.response.db()):
         for part in msg.content.parts:
@@ -529,12 +403,15 @@ def _invocation_result(ml: Any, tool_call_id: str) -> Any:
     return _NOT_SET
 
 
-async def step_finish(cfg: RunConfig, st: RunState) -> str:
-    step = _step(st)
+# ----------------------------------------------------------------------------- end of a step
+
+
+async def step_finish(run: Run) -> str:
+    cfg, st, step = run.config, run.state, run.step
     continued = bool(step.tool_calls) and st.step_number + 1 < cfg.max_steps
-    await emit(st, StepFinish(payload=step_end_payload(
+    run.emit(StepFinish(payload=step_end_payload(
         "step-finish", step.finish_reason, continued, step.text, step.tool_calls, step.usage,
-        st.run_id), run_id=st.run_id, from_=AGENT))
+        run.run_id), run_id=run.run_id, from_=AGENT), Origin.STEP)
     st.steps.append(StepResult(
         step_number=st.step_number, text=step.text, reasoning=step.reasoning,
         tool_calls=step.tool_calls, tool_results=step.tool_results,
@@ -542,23 +419,27 @@ async def step_finish(cfg: RunConfig, st: RunState) -> str:
         from_cache=step.replay is not None))
     st.usage = st.usage + step.usage
     st.finish_reason = step.finish_reason
-    st.chain.record(st.step_number)
+    # The step's trace closes once its step-finish has passed the stream processors.
+    await run.outbox.drain(run.chain)
+    run.chain.record(st.step_number)
     st.retry_count = 0
     st.feedback.clear()
     st.step_number += 1
     return "process_input_step" if continued else "process_output_result"
 
 
-async def retry(cfg: RunConfig, st: RunState) -> str:
+async def retry(run: Run) -> str:
+    st, step = run.state, run.step
     info = st.pending_tripwire
-    step = _step(st)
     if info is None:
-        raise RuntimeError("streamkit bug: retry without a tripwire")
-    _rollback(cfg, st, reason=info.reason, processor_id=info.processor_id)
+        raise StreamkitError("streamkit bug: retry without a tripwire")
+    await run.close_source()
+    st.message_list.rollback(step.checkpoint)
     if step.streamed:
-        emit_direct(st, StepFinish(payload=step_end_payload(
-            "step-finish", "retry", True, "", [], step.usage, st.run_id),
-            run_id=st.run_id, from_=AGENT))
+        _withdraw(run, reason=info.reason, processor_id=info.processor_id)
+        run.emit(StepFinish(payload=step_end_payload(
+            "step-finish", "retry", True, "", [], step.usage, run.run_id),
+            run_id=run.run_id, from_=AGENT), Origin.RUN)
     st.steps.append(StepResult(step_number=st.step_number, finish_reason="retry",
                                usage=step.usage, tripwire=info, retry_count=st.retry_count))
     st.usage = st.usage + step.usage
@@ -570,28 +451,31 @@ async def retry(cfg: RunConfig, st: RunState) -> str:
     return "process_input_step"
 
 
-async def process_output_result(cfg: RunConfig, st: RunState) -> str:
-    result = {"text": _response_text(st), "usage": st.usage, "finish_reason": st.finish_reason,
-              "steps": list(st.steps)}
-    await run_message_hook(st.runtime, cfg.output_specs, "process_output_result",
+# ----------------------------------------------------------------------------- end of the run
+
+
+async def process_output_result(run: Run) -> str:
+    st = run.state
+    result = {"text": _response_text(st.message_list), "usage": st.usage,
+              "finish_reason": st.finish_reason, "steps": list(st.steps)}
+    await run_message_hook(run.runtime, run.config.output_specs, "process_output_result",
                            st.message_list, {"result": result, "retry_count": 0,
-                                             "writer": st.direct_writer,
-                                             "request_context": st.runtime.request_context},
+                                             "writer": run.result_writer,
+                                             "request_context": run.runtime.request_context},
                            default_source="response")
-    _take_direct(st)
-    st.text = _response_text(st)
+    st.text = _response_text(st.message_list)
     return "finish"
 
 
-def _response_text(st: RunState) -> str:
-    return "".join(get_text(m) for m in st.message_list.get.response.db()
-                   if m.role == "assistant")
+def _response_text(ml: MessageList) -> str:
+    return "".join(get_text(m) for m in ml.get.response.db() if m.role == "assistant")
 
 
-async def finish(cfg: RunConfig, st: RunState) -> str:
+async def finish(run: Run) -> str:
+    cfg, st = run.config, run.state
     if cfg.structured_output is not None:
-        st.object = parse_object(cfg, st.text)
-        emit_direct(st, ObjectResult(object=st.object, run_id=st.run_id, from_=AGENT))
+        st.object = parse_object(cfg.structured_output, st.text)
+        run.emit(ObjectResult(object=st.object, run_id=run.run_id, from_=AGENT), Origin.RUN)
     else:
         # A processor (e.g. a structuring guard) may have produced the object itself.
         for rec in st.delivered:
@@ -600,33 +484,47 @@ async def finish(cfg: RunConfig, st: RunState) -> str:
     if cfg.memory is not None and cfg.thread_id is not None:
         await cfg.memory.remember(cfg.thread_id, cfg.resource_id, st.message_list)
     payload = step_end_payload("finish", st.finish_reason, False, st.text, [], st.usage,
-                                st.run_id)
-    emit_direct(st, Finish(payload=payload, run_id=st.run_id, from_=AGENT))
-    return "end"
+                               run.run_id)
+    run.emit(Finish(payload=payload, run_id=run.run_id, from_=AGENT), Origin.RUN)
+    return END
 
 
-async def abort(cfg: RunConfig, st: RunState) -> str:
+async def tripwire(run: Run) -> str:
+    st = run.state
     info = st.pending_tripwire
     if info is None:
-        raise RuntimeError("streamkit bug: abort without a tripwire")
+        raise StreamkitError("streamkit bug: tripwire node without a tripwire")
     st.tripwire = info
     st.finish_reason = "other"
     st.text = ""
-    emit_direct(st, TripwireChunk(reason=info.reason, retry=info.retry,
-                                  metadata=info.metadata if info.metadata is not None
-                                  else UNSET,
-                                  processor_id=info.processor_id or UNSET,
-                                  run_id=st.run_id, from_=AGENT))
-    return "end"
+    run.emit(TripwireChunk(reason=info.reason, retry=info.retry,
+                           metadata=info.metadata if info.metadata is not None else UNSET,
+                           processor_id=info.processor_id or UNSET,
+                           run_id=run.run_id, from_=AGENT), Origin.RUN)
+    return END
 
 
-async def fail(cfg: RunConfig, st: RunState) -> str:
+async def fail(run: Run) -> str:
+    st = run.state
     err = st.error
     if err is None:
-        raise RuntimeError("streamkit bug: fail without an error")
+        raise StreamkitError("streamkit bug: fail without an error")
     body: dict[str, Any] = {"name": type(err).__name__, "message": str(err)}
     if isinstance(err, APICallError):
         body.update(statusCode=err.status_code, isRetryable=err.is_retryable)
     st.finish_reason = "error"
-    emit_direct(st, ErrorChunk(error=body, run_id=st.run_id, from_=AGENT))
-    return "end"
+    run.emit(ErrorChunk(error=body, run_id=run.run_id, from_=AGENT), Origin.RUN)
+    return END
+
+
+#: Every node by name (the graph's node table names the same set; ``_loop`` checks it).
+NODES: Mapping[str, Any] = {
+    "start": start, "process_input": process_input, "process_input_step": process_input_step,
+    "prepare_step": prepare_step, "process_llm_request": process_llm_request, "model": model,
+    "process_output_stream": process_output_stream, "collect": collect,
+    "process_api_error": process_api_error, "process_llm_response": process_llm_response,
+    "process_output_step": process_output_step, "tools": tools,
+    "process_tool_result": process_tool_result, "step_finish": step_finish, "retry": retry,
+    "process_output_result": process_output_result, "finish": finish, "tripwire": tripwire,
+    "fail": fail,
+}

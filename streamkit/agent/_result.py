@@ -9,7 +9,12 @@ reactivex. The stream is consumed once; ``result()``/``text`` drain what is left
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator, Awaitable
+
+from ..chunks import Chunk, TextDelta
+
+if TYPE_CHECKING:
+    from ._run import Run
 
 __all__ = ["Usage", "StepResult", "TripwireInfo", "AgentResult", "AgentStream"]
 
@@ -124,7 +129,7 @@ class AgentResult:
 
 
 class AgentStream:
-    """The live handle ``agent.stream()`` returns (see the module docstring).
+    """The live handle ``agent.stream()`` returns (see the module docstring); it owns its run.
 
     The run starts when first iterated (or when ``text``/``result()`` is awaited). ``async for``
     iterates the run's own generator — no wrapper per chunk. Leaving the loop early and calling
@@ -132,28 +137,30 @@ class AgentStream:
     early ``break`` (without ``aclose``) drains the rest of the run.
     """
 
-    def __init__(self, run: Callable[[], AsyncIterator[Any]],
-                 finish: Callable[[], AgentResult], delivered_text: Callable[[], str]) -> None:
-        self._make = run
-        self._gen: Any = None
-        self._finish = finish
-        self._delivered_text = delivered_text
+    def __init__(self, run: Run) -> None:
+        self._run = run
+        self._events: AsyncGenerator[Chunk, None] | None = None
 
-    def _ensure(self) -> Any:
-        if self._gen is None:
-            self._gen = self._make()
-        return self._gen
+    @property
+    def run_id(self) -> str:
+        """This run's id (``runId`` on every chunk), known before the stream starts."""
+        return self._run.run_id
 
-    def __aiter__(self) -> AsyncIterator[Any]:
-        return self._ensure()  # type: ignore[no-any-return]
+    def _ensure(self) -> AsyncGenerator[Chunk, None]:
+        if self._events is None:
+            self._events = self._run.events()
+        return self._events
 
-    async def __anext__(self) -> Any:
+    def __aiter__(self) -> AsyncIterator[Chunk]:
+        return self._ensure()
+
+    async def __anext__(self) -> Chunk:
         return await self._ensure().__anext__()
 
     async def aclose(self) -> None:
         """Stop the run early and close the model's stream."""
-        if self._gen is not None:
-            await self._gen.aclose()
+        if self._events is not None:
+            await self._events.aclose()
 
     async def _drain(self) -> None:
         async for _ in self._ensure():
@@ -163,7 +170,7 @@ class AgentStream:
         """Drain the stream and return the ``AgentResult``. Raises the ``APICallError`` (or
         ``ProcessorError``, ``MemoryStoreError``) that ended the run, if one did."""
         await self._drain()
-        result = self._finish()
+        result = self._run.result()
         if result.error is not None:
             raise result.error
         return result
@@ -174,7 +181,7 @@ class AgentStream:
         text streamed before it; a retried step's withdrawn text is not included."""
         async def joined() -> str:
             await self._drain()
-            return self._delivered_text()
+            return self._run.state.delivered_text()
         return joined()
 
     @property
@@ -182,7 +189,7 @@ class AgentStream:
         """Async iterator of the text of each ``text-delta`` chunk."""
         async def texts() -> AsyncIterator[str]:
             async for chunk in self._ensure():
-                if chunk.type == "text-delta":
+                if chunk.__class__ is TextDelta:
                     yield chunk.payload.text
         return texts()
 

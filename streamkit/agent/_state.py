@@ -2,22 +2,39 @@
 
 Kept apart on purpose (pydantic-ai's ``GraphAgentDeps`` vs ``GraphAgentState``): the config says
 what this call asked for and never changes during the run; the state is what the run has done.
+Both belong to one ``Run`` (``_run.py``), which the ``AgentStream`` owns.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping, Union
 
-from ..processors import ProcessorSpec, RequestRuntime, StreamChain, Writer
+from ..chunks import Finish
+from ..messages import MessageList
+from ..models import Model, ModelRequest
+from ..processors._spec import ProcessorSpec
+from ..tools import Tool
+from ._build import StepRecorder
 from ._result import StepResult, TripwireInfo, Usage
 
-__all__ = ["RunConfig", "RunState", "StepState", "FEEDBACK_TEMPLATE"]
+if TYPE_CHECKING:
+    from .._message_list import MessageListCheckpoint, SystemSnapshot
+    from ..memory import Memory
+
+__all__ = ["RunConfig", "RunState", "StepState", "ToolChoice", "ToolOutcome",
+           "FEEDBACK_TEMPLATE"]
 
 #: How a retry reason is put in front of the model (Mastra 1.71.0's wording, placed after the
 #: conversation as [main] does, so the provider's prompt cache for the conversation stays valid).
 FEEDBACK_TEMPLATE = ("[Processor Feedback] Your previous response was not accepted: {reason}. "
                      "Please try again with the feedback in mind.")
+
+#: ``"auto"``, ``"none"``, ``"required"`` or ``{"type": "tool", "toolName": name}``.
+ToolChoice = Union[str, Mapping[str, Any]]
+
+#: What structured output was asked for: a type (msgspec/dataclass/TypedDict...) or a JSON schema.
+StructuredOutput = Union[type, Mapping[str, Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,23 +43,24 @@ class RunConfig:
 
     agent_id: str
     instructions: tuple[str, ...]
-    model: Any
-    tools: dict[str, Any]
+    model: Model
+    tools: Mapping[str, Tool]
     input_specs: tuple[ProcessorSpec, ...]
     output_specs: tuple[ProcessorSpec, ...]
     error_specs: tuple[ProcessorSpec, ...]
     prepare_step: ProcessorSpec | None
     max_processor_retries: int | None
     max_steps: int
-    tool_choice: Any
+    tool_choice: ToolChoice | None
     active_tools: tuple[str, ...] | None
-    model_settings: dict[str, Any]
-    provider_options: dict[str, Any]
-    structured_output: Any
+    model_settings: Mapping[str, Any]
+    provider_options: Mapping[str, Any]
+    structured_output: StructuredOutput | None
     structured_schema: dict[str, Any] | None
-    memory: Any
+    memory: Memory | None
     thread_id: str | None
     resource_id: str | None
+    request_context: dict[str, Any]
     timed: bool
 
     @property
@@ -58,32 +76,40 @@ class RunConfig:
             return self.max_processor_retries
         return 10 if self.error_specs else None
 
+    def spec_of(self, processor_id: str | None) -> ProcessorSpec | None:
+        """The registered processor with ``processor_id`` in any lane, if there is one."""
+        return next((s for s in (*self.input_specs, *self.output_specs, *self.error_specs)
+                     if s.id == processor_id), None)
+
+
+#: One tool call's outcome: the call, whether it returned, and its value or exception.
+ToolOutcome = tuple[dict[str, Any], bool, Any]
+
 
 @dataclass(slots=True)
 class StepState:
-    """One attempt at one step."""
+    """One attempt at one step: what ``process_input_step`` decided, and what came back."""
 
     number: int
     retry_count: int
-    model: Any = None
-    tools: dict[str, Any] = field(default_factory=dict)
-    tool_choice: Any = None
-    model_settings: dict[str, Any] = field(default_factory=dict)
-    provider_options: dict[str, Any] = field(default_factory=dict)
-    structured_output: Any = None
+    checkpoint: MessageListCheckpoint
+    model: Model
+    tools: dict[str, Tool]
+    tool_choice: ToolChoice | None
+    model_settings: dict[str, Any]
+    provider_options: dict[str, Any]
+    structured_output: StructuredOutput | None
     prompt: list[dict[str, Any]] = field(default_factory=list)
-    request: Any = None
+    request: ModelRequest | None = None
     source: Any = None
     replay: list[Any] | None = None
-    recorder: Any = None
-    finish: Any = None
+    recorder: StepRecorder | None = None
+    finish: Finish | None = None
     streamed: bool = False
-    checkpoint: Any = None
-    message_id: str = ""
     text: str = ""
     reasoning: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    tool_outcomes: list[tuple[dict[str, Any], bool, Any]] = field(default_factory=list)
+    tool_outcomes: list[ToolOutcome] = field(default_factory=list)
     tool_results: list[dict[str, Any]] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     finish_reason: str = "unknown"
@@ -94,16 +120,9 @@ class StepState:
 class RunState:
     """Everything the run has done so far; one per call, never shared."""
 
-    run_id: str
-    runtime: RequestRuntime
-    message_list: Any
-    chain: StreamChain
-    system_snapshot: Any
-    routed: list[Any] = field(default_factory=list)
-    direct: list[Any] = field(default_factory=list)
-    out: list[Any] = field(default_factory=list)
-    routed_writer: Writer | None = None
-    direct_writer: Writer | None = None
+    message_list: MessageList
+    system_snapshot: SystemSnapshot
+    input_messages: Any = None
     step_number: int = 0
     retry_count: int = 0
     step: StepState | None = None
@@ -116,10 +135,7 @@ class RunState:
     finish_reason: str = "unknown"
     text: str = ""
     object: Any = None
-    data_event: Any = None
-    next_node: str = ""
-    input_messages: Any = None
-    delivered: list[Any] = field(default_factory=list)
+    delivered: list[StepRecorder] = field(default_factory=list)
 
     def delivered_text(self) -> str:
         """Text the consumer received (each attempt's ``StepRecorder``), minus withdrawn

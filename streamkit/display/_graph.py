@@ -12,7 +12,7 @@ The layout, in four steps:
 3. **Edges.** Consecutive main nodes are joined by a straight arrow. Other main → main edges
    (skips and back-edges, e.g. ``step_finish → process_input_step``) are routed on the left,
    each in its own lane. Every edge touching a side node is routed through a vertical *bus* on
-   the right, one bus per destination, so thirty ``→ abort`` edges read as one rail with
+   the right, one bus per destination, so thirty ``→ tripwire`` edges read as one rail with
    junction dots rather than thirty crossing lines.
 4. **Nodes** are styled by kind (``hook``, ``model``, ``tools``, ``io``, ``control``) and list
    the processors that run there as chips; a hook with no processors is drawn dashed.

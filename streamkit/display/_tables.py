@@ -201,7 +201,8 @@ def show_processors(processors: Any) -> HtmlBlock:
     Example:
         >>> display.show_processors(ops.drop(is_reasoning) | Redactor())
     """
-    from ..processors import flatten_processors, register
+    from ..processors._base import flatten_processors
+    from ..processors._spec import register
 
     rows: list[list[str]] = []
     for i, p in enumerate(flatten_processors(processors)):

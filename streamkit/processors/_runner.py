@@ -21,10 +21,12 @@ from dataclasses import dataclass, fields
 from typing import Any, Sequence
 
 from ..errors import ProcessorError
+from .._message_list import Source
+from ..messages import Message, MessageList
 from ..tripwire import TripWire
 from ._runtime import RequestRuntime, now
 from ._spec import ProcessorSpec
-from ._stream import hook_failure
+from ._chain import hook_failure
 
 __all__ = ["StepOverrides", "call_hook", "run_message_hook", "run_input_step",
            "run_llm_request", "run_llm_response", "run_api_error"]
@@ -45,7 +47,7 @@ class StepOverrides:
     active_tools: list[str] | None = None
     tools: Any = None
     messages: list[Any] | None = None
-    message_list: Any = None
+    message_list: MessageList | None = None
     system_messages: list[Any] | None = None
     provider_options: dict[str, Any] | None = None
     model_settings: dict[str, Any] | None = None
@@ -89,7 +91,7 @@ async def call_hook(runtime: RequestRuntime, spec: ProcessorSpec, hook: str,
     return result
 
 
-def _messages_for(hook: str, message_list: Any) -> list[Any]:
+def _messages_for(hook: str, message_list: MessageList) -> list[Message]:
     if hook == "process_input":
         return message_list.get.input.db()
     if hook == "process_output_result":
@@ -97,14 +99,15 @@ def _messages_for(hook: str, message_list: Any) -> list[Any]:
     return message_list.get.all.db()
 
 
-def _system_for(hook: str, message_list: Any) -> list[Any]:
+def _system_for(hook: str, message_list: MessageList) -> list[Message]:
     if hook == "process_tool_result":
         return message_list.get_all_system_messages()
     return message_list.get_system_messages()
 
 
 async def run_message_hook(runtime: RequestRuntime, specs: Sequence[ProcessorSpec], hook: str,
-                           message_list: Any, available: dict[str, Any], *, default_source: str,
+                           message_list: MessageList, available: dict[str, Any], *,
+                           default_source: Source,
                            step: int | None = None) -> None:
     """Run a message hook (``process_input``, ``process_output_step``, ``process_tool_result``,
     ``process_output_result``) over ``specs`` in order, applying each return value to
@@ -121,8 +124,8 @@ async def run_message_hook(runtime: RequestRuntime, specs: Sequence[ProcessorSpe
         _apply(spec, hook, message_list, result, given, default_source)
 
 
-def _apply(spec: ProcessorSpec, hook: str, message_list: Any, result: Any, given: list[Any],
-           default_source: str) -> None:
+def _apply(spec: ProcessorSpec, hook: str, message_list: MessageList, result: Any, given: list[Any],
+           default_source: Source) -> None:
     try:
         message_list.apply_hook_result(result, given, default_source)
     except ProcessorError as exc:
@@ -131,7 +134,7 @@ def _apply(spec: ProcessorSpec, hook: str, message_list: Any, result: Any, given
 
 
 async def run_input_step(runtime: RequestRuntime, specs: Sequence[ProcessorSpec],
-                         message_list: Any, available: dict[str, Any], *, step: int
+                         message_list: MessageList, available: dict[str, Any], *, step: int
                          ) -> StepOverrides:
     """Run ``process_input_step`` of every processor (then ``prepare_step``, which the agent
     appends as a processor). Returns the chained overrides for this step.
@@ -240,7 +243,7 @@ async def run_llm_response(runtime: RequestRuntime, specs: Sequence[ProcessorSpe
 
 
 async def run_api_error(runtime: RequestRuntime, specs: Sequence[ProcessorSpec],
-                        message_list: Any, available: dict[str, Any], *, step: int) -> bool:
+                        message_list: MessageList, available: dict[str, Any], *, step: int) -> bool:
     """Run ``process_api_error`` in order until one returns ``{"retry": True}`` (it wins; later
     ones are not called). Returns whether a retry was requested. TripWires propagate."""
     for spec in specs:

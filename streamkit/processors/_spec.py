@@ -12,7 +12,7 @@ import functools
 import inspect
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from ..errors import ProcessorDefinitionError
 
@@ -143,8 +143,8 @@ _ALIASES = {
 }
 
 
-def _closest(name: str, choices: Any) -> str:
-    pool = sorted(choices)
+def _closest(name: str, choices: Iterable[str]) -> str:
+    pool: list[str] = sorted(choices)
     alias = _ALIASES.get(name.lower().replace("-", "_")) or \
         _ALIASES.get(name.lower().replace("_", "").replace("-", ""))
     if alias is not None and alias in pool:

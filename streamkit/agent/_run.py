@@ -1,0 +1,248 @@
+"""One run of an agent: its configuration, its state, and the one way its chunks leave.
+
+A ``Run`` is created by ``Agent.stream()`` and owned by the ``AgentStream`` it returns. It holds
+the frozen ``RunConfig``, the mutable ``RunState``, the request's ``RequestRuntime`` (processor
+state, trace), the fused output chain and the ``Outbox``. ``Run.events()`` walks the loop graph
+and is the only place a chunk reaches the consumer: every chunk it yields is first given to
+``Run.deliver`` (recorded for the step, stored when it is a non-transient ``data-*`` chunk).
+
+Nodes (``_nodes.py``) are ``async def node(run) -> str | Stream``: the name of the next node, or
+a ``Stream`` of chunks to deliver followed by the next node's name. Either way the driver checks
+the transition against the graph's edge table. Exceptions are routed here, in one place:
+
+* ``TripWire`` → ``retry`` when the node is inside a step, the processor asked for a retry and
+  ``max_processor_retries`` allows it; otherwise ``tripwire``.
+* ``APICallError`` from the model's nodes → ``process_api_error``.
+* any other ``StreamkitError`` → ``fail``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Union
+
+from msgspec import UNSET
+
+from ..chunks import Chunk, DataChunk, TextDelta
+from ..errors import APICallError, StreamkitError
+from ..graph import END, START, Graph
+from ..messages import DataPart, Message, MessageContent, MessageList
+from ..processors._chain import StreamChain
+from ..processors._runtime import RequestRuntime
+from ..tripwire import TripWire
+from ._result import AgentResult, TripwireInfo
+from ._routing import Origin, Outbox
+from ._state import RunConfig, RunState, StepState
+
+__all__ = ["Run", "Stream", "NodeResult", "NodeFn", "IN_STEP", "MODEL_NODES", "HOOK_OF_NODE"]
+
+
+@dataclass(frozen=True, slots=True)
+class Stream:
+    """What a streaming node hands over: ``chunks`` to deliver as they come, then ``then``."""
+
+    chunks: AsyncIterator[Chunk]
+    then: str
+
+
+NodeResult = Union[str, Stream]
+NodeFn = Callable[["Run"], Awaitable[NodeResult]]
+
+#: Nodes that run inside a step: a TripWire with ``retry=True`` from here can re-run the step.
+IN_STEP = frozenset((
+    "process_input_step", "prepare_step", "process_llm_request", "model",
+    "process_output_stream", "collect", "process_api_error", "process_llm_response",
+    "process_output_step", "tools", "process_tool_result", "step_finish",
+))
+
+#: Nodes where the model is called or read: an ``APICallError`` there goes to the error
+#: processors (``process_api_error``).
+MODEL_NODES = frozenset(("model", "process_output_stream", "collect"))
+
+#: The hook a TripWire raised in a node came from (stream hooks also see the chunks that the
+#: tools and step_finish nodes route through the chain).
+HOOK_OF_NODE: Mapping[str, str] = {
+    "process_input": "process_input", "process_input_step": "process_input_step",
+    "prepare_step": "process_input_step", "process_llm_request": "process_llm_request",
+    "model": "process_output_stream", "process_output_stream": "process_output_stream",
+    "collect": "process_output_stream",
+    "process_api_error": "process_api_error", "process_llm_response": "process_llm_response",
+    "process_output_step": "process_output_step", "tools": "process_output_stream",
+    "process_tool_result": "process_tool_result", "step_finish": "process_output_stream",
+    "process_output_result": "process_output_result", "finish": "process_output_stream",
+}
+
+#: Where a TripWire from these nodes is counted as the stream processor's outcome in the trace.
+_STREAM_NODES = frozenset(("process_output_stream", "step_finish", "tools"))
+
+
+class Run:
+    """One ``generate()``/``stream()`` call: configuration, state, and its chunk path.
+
+    Args:
+        config: what the call asked for (frozen).
+        graph: the loop graph every transition is checked against.
+        nodes: the node functions by name (``_loop.NODES``).
+        messages: the caller's input (added by the ``start`` node, after remembered history).
+    """
+
+    def __init__(self, config: RunConfig, graph: Graph, nodes: Mapping[str, NodeFn],
+                 messages: object) -> None:
+        self.config = config
+        self.graph = graph
+        self._nodes = nodes
+        self.run_id = str(uuid.uuid4())
+        self.runtime = RequestRuntime(config.request_context, run_id=self.run_id,
+                                      timed=config.timed)
+        ml = MessageList(thread_id=config.thread_id, resource_id=config.resource_id)
+        for text in config.instructions:
+            if text:
+                ml.add_system(text)
+        self.state = RunState(message_list=ml, system_snapshot=ml.snapshot_system(),
+                              input_messages=messages)
+        self.outbox = Outbox()
+        self.chain = StreamChain(config.output_specs, self.runtime,
+                                 writer=self.outbox.writer(Origin.STREAM_WRITER),
+                                 message_list=ml)
+        self.tool_writer = self.outbox.writer(Origin.TOOL_WRITER)
+        self.hook_writer = self.outbox.writer(Origin.HOOK_WRITER)
+        self.result_writer = self.outbox.writer(Origin.RESULT_WRITER)
+
+    @property
+    def step(self) -> StepState:
+        """The current step (the graph reaches step nodes only after ``process_input_step``)."""
+        step = self.state.step
+        if step is None:
+            raise StreamkitError("streamkit bug: a step node ran outside a step")
+        return step
+
+    def emit(self, chunk: Chunk, origin: Origin) -> None:
+        """Queue a chunk the loop produced; ``ROUTES[origin]`` says whether processors see it."""
+        self.outbox.put(chunk, origin)
+
+    def deliver(self, chunk: Chunk) -> None:
+        """What happens to every chunk as it leaves: the step records it (stored message,
+        result text); a non-transient ``data-*`` chunk becomes a part of the turn's assistant
+        message. (The model's text deltas take an inlined copy of this in ``events``.)"""
+        step = self.state.step
+        if step is not None and step.recorder is not None:
+            step.recorder.add(chunk)
+        if chunk.__class__ is DataChunk:
+            self._store_data(chunk)
+
+    def _store_data(self, chunk: DataChunk) -> None:
+        if chunk.transient is True:
+            return
+        part = DataPart(type=chunk.type, data=chunk.data)
+        if chunk.id is not None and chunk.id is not UNSET:
+            part.id = chunk.id
+        self.state.message_list.add(
+            Message(role="assistant", content=MessageContent(parts=[part])), "response")
+
+    async def events(self) -> AsyncGenerator[Chunk, None]:
+        """Walk the graph from ``start`` to ``end``, yielding every chunk for the consumer —
+        the one way out of a run."""
+        st = self.state
+        node = START
+        outbox = self.outbox
+        try:
+            while node != END:
+                try:
+                    handed = await self._nodes[node](self)
+                    if handed.__class__ is Stream:
+                        # What the node queued (a step's step-start) goes before its stream.
+                        if outbox:
+                            await outbox.drain(self.chain)
+                        for chunk in outbox.take():
+                            self.deliver(chunk)
+                            yield chunk
+                        stream = handed.chunks
+                        rec = st.step.recorder if st.step is not None else None
+                        keep = rec.chunks if rec is not None else None
+                        text_id: str | None = None
+                        buf: list[str] = []
+                        try:
+                            async for chunk in stream:
+                                if chunk.__class__ is TextDelta and rec is not None:
+                                    # The hot path, ``deliver`` inlined: a text delta is
+                                    # recorded by appending its text to its part's buffer.
+                                    payload = chunk.payload
+                                    if payload.id != text_id:
+                                        text_id = payload.id
+                                        buf = rec.open_text(payload.id)
+                                    buf.append(payload.text)
+                                    if keep is not None:
+                                        keep.append(chunk)
+                                else:
+                                    self.deliver(chunk)
+                                yield chunk
+                        finally:
+                            # ``async for`` does not close what it iterates when our consumer
+                            # stops early; close it so the model's stream is closed too.
+                            await stream.aclose()  # type: ignore[attr-defined]
+                        nxt = handed.then
+                    else:
+                        nxt = handed  # type: ignore[assignment]
+                    if outbox:
+                        await outbox.drain(self.chain)
+                except TripWire as tw:
+                    outbox.discard()
+                    nxt = await self._tripwire(tw.fill(tw.processor_id or "processor"), node)
+                except APICallError as exc:
+                    outbox.discard()
+                    if node in MODEL_NODES and st.step is not None:
+                        st.step.api_error = exc
+                        nxt = "process_api_error"
+                    else:
+                        st.error = exc
+                        nxt = "fail"
+                except StreamkitError as exc:
+                    if node in ("fail", "tripwire"):
+                        raise
+                    outbox.discard()
+                    st.error = exc
+                    nxt = "fail"
+                for chunk in outbox.take():
+                    self.deliver(chunk)
+                    yield chunk
+                self.graph.check(node, nxt)
+                node = nxt
+        finally:
+            await self.close_source()
+
+    async def _tripwire(self, tw: TripWire, node: str) -> str:
+        """Where a TripWire from ``node`` leads: ``retry`` or ``tripwire``."""
+        cfg, st = self.config, self.state
+        hook = HOOK_OF_NODE.get(node, node)
+        await self.runtime.violation(cfg.spec_of(tw.processor_id), tw, hook)
+        st.pending_tripwire = TripwireInfo(reason=tw.reason or "", retry=tw.retry,
+                                           metadata=tw.metadata, processor_id=tw.processor_id,
+                                           hook=hook)
+        if hook == "process_output_stream" or node in _STREAM_NODES:
+            self.chain.record(st.step_number, {tw.processor_id or "": ("tripwire", tw.reason)})
+        if tw.retry and node in IN_STEP and cfg.max_processor_retries is not None \
+                and st.retry_count < cfg.max_processor_retries:
+            return "retry"
+        return "tripwire"
+
+    async def close_source(self) -> None:
+        """Close the model's stream of the current step, if one is open."""
+        step = self.state.step
+        if step is not None and step.source is not None:
+            closer = getattr(step.source, "aclose", None)
+            step.source = None
+            if closer is not None:
+                try:
+                    await closer()
+                except Exception:  # noqa: BLE001 - closing must not mask the run's outcome
+                    pass
+
+    def result(self) -> AgentResult:
+        """The run's outcome (complete once ``events()`` is exhausted)."""
+        st = self.state
+        return AgentResult(
+            text=st.text, usage=st.usage, finish_reason=st.finish_reason, steps=st.steps,
+            tripwire=st.tripwire, messages=st.message_list.get.response.db(), object=st.object,
+            run_id=self.run_id, trace=self.runtime.trace, error=st.error,
+            states=self.runtime.states)

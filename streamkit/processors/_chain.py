@@ -1,0 +1,298 @@
+"""The fused stream chain of one request: every ``process_output_stream`` in one pass per chunk.
+
+``StreamChain`` binds a request's hook functions and per-request constants (state, abort,
+writer...) to the compiled code of its shape (``_fused``: rendered and compiled once per shape),
+and owns what runs once per step rather than per chunk: flushing held-back chunks at the end of a
+source, and the trace records. Per chunk this costs one call per processor that has a stream
+hook, with sync hooks called inline (no ``await``, no ``isawaitable`` check) and no generator or
+task per stage. Processors without ``process_output_stream`` cost nothing per chunk.
+
+``StreamChain.drive`` is the one loop that drives a chunk source through the chain, for
+``ops.apply`` and for the agent's model step alike.
+
+``data-*`` chunks take a second compiled chain holding only processors with
+``process_data_parts = True``; which chain runs is decided by the chunk's class as it *enters* the
+pipeline (a processor that turns a text chunk into a data chunk does not re-route it).
+
+A non-``TripWire`` exception raised by a stream hook fails the request with ``ProcessorError``
+(naming processor and hook) instead of letting the chunk through: for guards, failing closed is
+the safe default. (Mastra logs and passes the chunk on; we chose not to.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Sequence
+
+from ..chunks import Chunk, DataChunk, TextDelta
+from ..errors import ProcessorError
+from ..tripwire import TripWire
+from ._fused import HookShape, Shape, Timing, factory_for, render
+from ._runtime import RequestRuntime, StreamStats, Writer
+from ._spec import ProcessorSpec
+
+__all__ = ["StreamChain", "hook_failure"]
+
+HOOK = "process_output_stream"
+
+
+def hook_failure(spec_id: str, hook: str, exc: BaseException) -> BaseException:
+    """Turn an exception raised inside a hook into what the runtime propagates: a TripWire gets
+    its processor id, control flow passes through, anything else becomes ``ProcessorError``."""
+    if isinstance(exc, TripWire):
+        return exc.fill(spec_id)
+    if isinstance(exc, (ProcessorError, asyncio.CancelledError, GeneratorExit, KeyboardInterrupt,
+                        SystemExit)):
+        return exc
+    err = ProcessorError(f"processor {spec_id!r} raised in {hook}: {type(exc).__name__}: {exc}",
+                         processor_id=spec_id, hook=hook)
+    err.__cause__ = exc
+    return err
+
+
+class _Ctx:
+    """Per-request values that change during a request and are read per chunk by hooks."""
+
+    __slots__ = ("retry_count",)
+
+    def __init__(self) -> None:
+        self.retry_count = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Env:
+    """What the generated code reads from outside (``factory``'s ``env``)."""
+
+    ctx: _Ctx
+    fail: Callable[[int, BaseException], BaseException]
+    perf_counter_ns: Callable[[], int]
+    data_cls: type
+    text_cls: type
+    run_data: Callable[[Chunk], Any] | None
+    tripwire_cls: type[TripWire]
+
+
+@dataclass(frozen=True, slots=True)
+class _Bound:
+    """One compiled chain bound to one request."""
+
+    push: Callable[[Chunk], Any]
+    count: Callable[[], int]
+    arm: Callable[[], None]
+    drive: Callable[..., AsyncIterator[Chunk]]
+    stats: list[StreamStats]
+    shape: Shape
+
+
+def _bind(specs: Sequence[ProcessorSpec], runtime: RequestRuntime, writer: Writer | None,
+          message_list: Any, ctx: _Ctx, timing: Timing, run_data: Callable[[Chunk], Any] | None,
+          is_async: bool) -> _Bound:
+    hooks = [s.hooks[HOOK] for s in specs]
+    shape = Shape(tuple(HookShape.of(h, s.multi_emit) for h, s in zip(hooks, specs)), timing,
+                  run_data is not None, is_async)
+    consts = [{
+        "state": runtime.state(s.id), "abort": runtime.abort(s.id), "message_list": message_list,
+        "request_context": runtime.request_context, "writer": writer, "tracing_context": None,
+        "stream_parts": [],
+    } for s in specs]
+    stats = [StreamStats() for _ in specs]
+
+    def fail(i: int, exc: BaseException) -> BaseException:
+        return hook_failure(specs[i].id, HOOK, exc)
+
+    env = _Env(ctx, fail, time.perf_counter_ns, DataChunk, TextDelta, run_data, TripWire)
+    push, count, arm, drive = factory_for(shape)([h.fn for h in hooks], consts, stats, env)
+    return _Bound(push, count, arm, drive, stats, shape)
+
+
+async def _nothing_flushed() -> list[Chunk]:
+    return []
+
+
+class StreamChain:
+    """All stream processors of one request, fused.
+
+    ``push(part)`` returns ``None`` (dropped), a chunk, or a list of chunks (a multi-emit
+    processor fanned out); it is a coroutine function only when some stream hook is async
+    (``is_async``), decided here once. ``flush()`` calls ``flush_output_stream`` of each processor
+    in order when the source ends and pushes what it returns through the rest of the chain.
+    ``drive(source, ...)`` runs a whole source through the chain (see its docstring).
+
+    ``data-*`` chunks take a second chain holding only processors with
+    ``process_data_parts = True``; which chain runs is decided by the chunk's class as it
+    *enters* the pipeline (a processor that turns a text chunk into a data chunk does not
+    re-route it).
+
+    A non-``TripWire`` exception raised by a stream hook fails the request with
+    ``ProcessorError`` (naming processor and hook) instead of letting the chunk through: for
+    guards, failing closed is the safe default. (Mastra logs and passes the chunk on; we chose
+    not to.)
+
+    Raises (from ``push``/``flush``/``drive``): ``TripWire`` with its ``processor_id`` filled in,
+    or ``ProcessorError`` wrapping any other exception.
+    """
+
+    def __init__(self, specs: Sequence[ProcessorSpec], runtime: RequestRuntime, *,
+                 writer: Writer | None = None, message_list: Any = None,
+                 timed: bool | None = None) -> None:
+        self.runtime = runtime
+        self.specs = [s for s in specs if HOOK in s.hooks]
+        self.flushers = [s for s in specs if s.flush is not None]
+        self._all_specs = list(specs)
+        self._writer = writer
+        self._message_list = message_list
+        self.timed = runtime.timed if timed is None else timed
+        self.ctx = _Ctx()
+        data_specs = [s for s in self.specs if s.process_data_parts]
+        self.is_async = any(s.hooks[HOOK].is_async for s in self.specs)
+        self._data = _bind(data_specs, runtime, writer, message_list, self.ctx,
+                           "always" if self.timed else "off", None, self.is_async)
+        # When every stream processor sees data chunks, no dispatch is needed.
+        run_data = None if len(data_specs) == len(self.specs) else self._data.push
+        self._main = _bind(self.specs, runtime, writer, message_list, self.ctx,
+                           "sampled" if self.timed else "off", run_data, self.is_async)
+        self.push: Callable[[Chunk], Any] = self._main.push
+        self._data_index = [self.specs.index(s) for s in data_specs]
+        self.empty = not self.specs
+        self._counted = 0
+        self._data_counted = 0
+
+    @property
+    def source(self) -> str:
+        """The generated source of this chain (the ``data-*`` chain's follows when data chunks
+        take a separate chain) — what a traceback through the chain points into."""
+        text = render(self._main.shape)
+        if self._main.shape.dispatch:
+            text += "\n# data-* chunks: processors with process_data_parts = True\n" + \
+                render(self._data.shape)
+        return text
+
+    def drive(self, source: Iterable[Chunk] | AsyncIterator[Chunk], *, pending: list[Chunk],
+              held: frozenset[type] = frozenset(), on_held: Callable[[Chunk], None] | None = None,
+              on_trip: Callable[[TripWire], Awaitable[Chunk]] | None = None,
+              on_close: Callable[[], Awaitable[None]] | None = None,
+              flush: bool = True) -> AsyncIterator[Chunk]:
+        """Drive ``source`` through the chain: the one loop that does it, for ``ops.apply`` and
+        for the agent's model step.
+
+        Args:
+            source: a list/tuple (iterated with ``for``) or an async iterator of chunks.
+            pending: the list this chain's writer fills; what hooks wrote is yielded before the
+                chunk being processed (as Mastra orders it).
+            held: chunk classes taken out of the stream and given to ``on_held`` instead (the
+                agent keeps the model's ``finish``; the consumer never sees it).
+            on_trip: turns a ``TripWire`` into the last chunk of the stream; ``None`` re-raises.
+            on_close: awaited however the loop ends (closing the source is the caller's).
+            flush: call ``flush_output_stream`` of each processor at the end of the source.
+
+        Yields:
+            The chunks that came out of the chain, in order.
+        """
+        is_list = isinstance(source, (list, tuple))
+        return self._main.drive(source, is_list, pending, held, on_held,
+                                self.flush if flush else _nothing_flushed, on_trip, on_close)
+
+    @property
+    def retry_count(self) -> int:
+        return self.ctx.retry_count
+
+    @retry_count.setter
+    def retry_count(self, value: int) -> None:
+        self.ctx.retry_count = value
+
+    def _rest(self, spec: ProcessorSpec) -> StreamChain:
+        pos = self._all_specs.index(spec)
+        return StreamChain(self._all_specs[pos + 1:], self.runtime, writer=self._writer,
+                           message_list=self._message_list, timed=False)
+
+    async def flush(self) -> list[Any]:
+        """End of source: collect what each processor still holds (``flush_output_stream``),
+        passing each flushed chunk through the processors after it. Returns the chunks to emit."""
+        out: list[Any] = []
+        for spec in self.flushers:
+            hook = spec.flush
+            if hook is None:  # pragma: no cover - flushers only holds specs with a flush
+                continue
+            available = {"state": self.runtime.state(spec.id), "abort": self.runtime.abort(spec.id),
+                         "writer": self._writer, "message_list": self._message_list,
+                         "request_context": self.runtime.request_context,
+                         "retry_count": self.ctx.retry_count, "tracing_context": None}
+            try:
+                res = hook.fn(**hook.call_kwargs(available))
+                if hook.is_async:
+                    res = await res
+            except BaseException as exc:
+                raise hook_failure(spec.id, "flush_output_stream", exc) from None
+            if not res:
+                continue
+            flushed = res if isinstance(res, list) else [res]
+            if self.timed:
+                self._note_flushed_text(spec, flushed)
+            rest = self._rest(spec)
+            for part in flushed:
+                r = rest.push(part)
+                if rest.is_async:
+                    r = await r
+                if r is None:
+                    continue
+                (out.extend if r.__class__ is list else out.append)(r)
+        return out
+
+    def _note_flushed_text(self, spec: ProcessorSpec, flushed: list[Any]) -> None:
+        """Text a processor first lets out at the end of the step (it held everything) counts
+        as its first text out; the processors after it (run untimed here) add nothing."""
+        if spec not in self.specs or not any(p.__class__ is TextDelta for p in flushed):
+            return
+        now = time.perf_counter_ns()
+        for st in self._main.stats[self.specs.index(spec):]:
+            if not st.text_in_ns:
+                st.text_in_ns = now
+            if not st.text_out_ns:
+                st.text_out_ns = now
+
+    def record(self, step: int | None, outcome_for: dict[str, tuple[str, str | None]] | None = None
+               ) -> None:
+        """Write one trace record per stream processor for this step and reset the counters.
+
+        ``calls`` and ``dropped`` are exact: calls of processor *i* are the chunks that entered
+        minus what processors before it dropped, plus what they fanned out. Durations come from
+        the sampled calls, scaled to all calls (data chunks are always timed)."""
+        if not self.timed:
+            return
+        entered = self._main.count() - self._counted
+        self._counted += entered
+        data_entered = self._data.count() - self._data_counted
+        self._data_counted += data_entered
+        calls = [0] * len(self.specs)
+        flowing = entered
+        for i, st in enumerate(self._main.stats):
+            calls[i] = flowing
+            flowing += st.fanout - st.dropped
+        flowing = data_entered
+        data_calls = {}
+        for j, st in zip(self._data_index, self._data.stats):
+            data_calls[j] = flowing
+            flowing += st.fanout - st.dropped
+        for i, spec in enumerate(self.specs):
+            main = self._main.stats[i]
+            ns = main.ns * calls[i] / main.sampled if main.sampled else 0.0
+            dropped, first = main.dropped, main.first_ns
+            n_calls = calls[i]
+            if i in data_calls:
+                data = self._data.stats[self._data_index.index(i)]
+                n_calls += data_calls[i]
+                ns += data.ns
+                dropped += data.dropped
+                first = first or data.first_ns
+            outcome, detail = (outcome_for or {}).get(spec.id, ("ok", None))
+            delay = max(0, main.text_out_ns - main.text_in_ns) / 1e9 \
+                if main.text_in_ns and main.text_out_ns else None
+            if n_calls or outcome != "ok":
+                self.runtime.record_stream(spec.id, step, n_calls, dropped, ns, first, outcome,
+                                           detail, first_chunk_delay=delay)
+        for st in self._main.stats + self._data.stats:
+            st.sampled = st.dropped = st.ns = st.first_ns = st.fanout = 0
+            st.text_in_ns = st.text_out_ns = 0
+        self._main.arm()

@@ -1,0 +1,302 @@
+"""The fused stream chain's source code: one generated module per *shape* of pipeline.
+
+What belongs here: rendering the Python source of a fused chain from its shape, compiling it
+with the source registered in ``linecache`` (so tracebacks show real lines, as the standard
+library's ``dataclasses`` does for the methods it generates), and caching the compiled factory
+by shape. What does not: binding a request's state to it (``_chain.StreamChain``) or the agent.
+
+Why generated code (measured on the project's 2-core host, 3 sync pass-through hooks, one
+``push`` per chunk): generated ~300 ns/chunk; a plain loop over ``(fn, state)`` pairs ~350–400
+ns, and only when every hook takes ``(part, state)`` positionally; a plain loop over
+``functools.partial`` adapters (needed because each hook names its own parameters) ~1,500 ns.
+Generated code calls each hook directly with exactly the arguments it names and keeps every
+per-request constant in a closure cell. ``docs/DESIGN.md`` has the numbers.
+
+The shape is everything that changes the code: per hook whether it is async, which parameters
+it names (and whether they can be passed positionally), whether it may return a list
+(``multi_emit``); per chain the timing mode and whether ``data-*`` chunks take a separate chain.
+``render(shape)`` is a pure function of the shape; ``StreamChain.source`` prints it for a
+pipeline.
+
+The generated module defines, inside ``factory(fns, consts, stats, env)``:
+
+* ``push(part)``: one chunk through every hook; returns ``None`` (dropped), a chunk, or a list
+  (a multi-emit hook fanned out). ``async def`` when any hook is async.
+* ``rest<k>(part)``: the chain from hook *k* on, for chunks a multi-emit hook fanned out.
+* ``drive(source, is_list, pending, held, on_held, flush, on_trip, on_close)``: an async
+  generator, **the one loop that drives a source through the chain** (``ops.apply`` and the
+  agent's model step both run it). Written chunks in ``pending`` are yielded before the chunk
+  being processed; chunks whose class is in ``held`` are handed to ``on_held`` instead of the
+  chain (the agent keeps the model's ``finish``); at the end ``flush()`` returns what the hooks
+  still hold; ``on_trip(tripwire)`` turns a ``TripWire`` into a final chunk (``None``: re-raise);
+  ``on_close()`` runs however the loop ends.
+* ``count()``/``arm()``: chunks that entered; re-arm the time-to-first-chunk probe.
+
+Timing modes: ``"off"`` (the chain is inlined into ``drive``: no call per chunk beyond the hooks),
+``"always"`` (every call timed: the ``data-*`` chain, which sees few chunks), ``"sampled"`` (the
+agent's default: the first chunk and one in ``SAMPLE_EVERY`` are timed; until a text delta leaves
+the chain, a *probe* path notes when the first text delta entered and left each hook).
+"""
+
+from __future__ import annotations
+
+import linecache
+from dataclasses import dataclass
+from typing import Any, Callable, Literal
+
+from ._spec import HookSpec
+
+__all__ = ["Shape", "HookShape", "Timing", "SAMPLE_EVERY", "PER_REQUEST", "render", "factory_for"]
+
+Timing = Literal["off", "sampled", "always"]
+
+#: Stream hooks are timed on the first chunk and then on one chunk in ``SAMPLE_EVERY``; their
+#: total duration is scaled from the samples. Timing every chunk would cost more (two clock reads
+#: and four attribute updates, ~300 ns per processor) than most hooks take.
+SAMPLE_EVERY = 64
+
+#: Arguments that are constant for a whole request: bound once into the closure (``c<i>_<name>``).
+PER_REQUEST = ("state", "abort", "message_list", "request_context", "writer", "tracing_context")
+
+
+@dataclass(frozen=True, slots=True)
+class HookShape:
+    """What of one stream hook changes the generated code."""
+
+    is_async: bool
+    params: tuple[str, ...]
+    wants_all: bool
+    positional: bool
+    multi: bool
+
+    @classmethod
+    def of(cls, hook: HookSpec, multi: bool) -> HookShape:
+        return cls(hook.is_async, hook.params, hook.wants_all, hook.positional, multi)
+
+    def wants(self, name: str) -> bool:
+        return self.wants_all or name in self.params
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """The shape of one chain: its hooks, timing mode, and whether ``data-*`` chunks are sent
+    to a separate chain (``dispatch``). ``is_async`` makes ``push`` a coroutine function even
+    when no hook of this chain is async (one calling convention with the main chain)."""
+
+    hooks: tuple[HookShape, ...]
+    timing: Timing
+    dispatch: bool
+    is_async: bool
+
+    @property
+    def writes(self) -> bool:
+        """Whether a hook can write chunks mid-stream (only then ``drive`` checks ``pending``)."""
+        return any(h.wants("writer") for h in self.hooks)
+
+
+_HAS_TEXT = ("(out.__class__ is text_cls or (out.__class__ is list and "
+             "any(o.__class__ is text_cls for o in out)))")
+
+
+def _indent(lines: list[str], depth: int) -> list[str]:
+    pad = "    " * depth
+    return [pad + line for line in lines]
+
+
+def _call_args(i: int, hook: HookShape) -> str:
+    names = ("part", "stream_parts", "retry_count") + PER_REQUEST if hook.wants_all \
+        else hook.params
+    values = {"part": "part", "stream_parts": f"sp{i}", "retry_count": "ctx.retry_count"}
+    for name in PER_REQUEST:
+        values[name] = f"c{i}_{name}"
+    if hook.positional and not hook.wants_all:
+        return ", ".join(values[n] for n in names)
+    return ", ".join(f"{n}={values[n]}" for n in names)
+
+
+def _chain_body(shape: Shape, start: int, *, timed: bool, probe: bool, entry: str,
+                tail: list[str] | None) -> list[str]:
+    """Statements running hooks ``start..`` on ``part``.
+
+    Args:
+        timed: time each call into ``st<i>``.
+        probe: note when the first text delta enters and leaves each hook.
+        entry: prefix of the continuation functions a fan-out calls (``rest``/``probe``).
+        tail: ``None`` inside a function (a drop returns ``None``, the result is returned);
+            else the statements that deliver ``part`` inside ``drive``'s loop (a drop
+            ``continue``s).
+    """
+    lines: list[str] = []
+    drop = "    continue" if tail is not None else "    return None"
+    aw_chain = "await " if shape.is_async else ""
+    for i in range(start, len(shape.hooks)):
+        hook = shape.hooks[i]
+        if hook.wants("stream_parts"):
+            lines.append(f"sp{i}.append(part)")
+        if probe:
+            lines.append(f"if part.__class__ is text_cls and not st{i}.text_in_ns: "
+                         f"st{i}.text_in_ns = pc()")
+        lines.append("try:")
+        if timed:
+            lines.append("    t0 = pc()")
+        lines.append(f"    out = {'await ' if hook.is_async else ''}f{i}({_call_args(i, hook)})")
+        lines += ["except BaseException as exc:", f"    raise fail({i}, exc) from None"]
+        if timed:
+            lines += ["t1 = pc() - t0", f"if not st{i}.sampled: st{i}.first_ns = t1",
+                      f"st{i}.sampled += 1", f"st{i}.ns += t1"]
+        if probe:
+            lines.append(f"if not st{i}.text_out_ns and {_HAS_TEXT}: st{i}.text_out_ns = pc()")
+        lines += ["if out is None:", f"    st{i}.dropped += 1", drop]
+        if hook.multi:
+            lines += ["if out.__class__ is list:", f"    st{i}.fanout += len(out) - 1",
+                      "    acc = []", "    for p in out:",
+                      f"        r = {aw_chain}{entry}{i + 1}(p)",
+                      "        if r is None: continue",
+                      "        if r.__class__ is list: acc.extend(r)",
+                      "        else: acc.append(r)"]
+            if tail is None:
+                lines.append("    return acc")
+            else:
+                lines += ["    for part in acc:", *_indent(tail, 2), "    continue"]
+        lines.append("part = out")
+    lines += tail if tail is not None else ["return part"]
+    return lines
+
+
+def _function(shape: Shape, name: str, body: list[str]) -> list[str]:
+    head = f"{'async def' if shape.is_async else 'def'} {name}(part):"
+    return [head, *_indent(body, 1)]
+
+
+def _continuations(shape: Shape, entry: str, probe: bool) -> list[str]:
+    """``<entry><k>(part)`` for every hook ``k`` after a multi-emit hook (fan-out continues)."""
+    lines: list[str] = []
+    after_multi = sorted({i + 1 for i, h in enumerate(shape.hooks) if h.multi}, reverse=True)
+    for k in after_multi:
+        lines += _function(shape, f"{entry}{k}",
+                           _chain_body(shape, k, timed=False, probe=probe, entry=entry,
+                                       tail=None))
+    return lines
+
+
+def _push(shape: Shape) -> list[str]:
+    aw = "await " if shape.is_async else ""
+    lines: list[str] = []
+    if shape.dispatch:
+        lines += ["if part.__class__ is data_cls:", f"    return {aw}run_data(part)"]
+    if shape.timing == "sampled":
+        lines += ["nonlocal n, probing", "n += 1",
+                  "if probing:",
+                  f"    out = {aw}(tprobe0(part) if n % {SAMPLE_EVERY} == 1 else probe0(part))",
+                  f"    if out is not None and {_HAS_TEXT}: probing = False",
+                  "    return out",
+                  f"if n % {SAMPLE_EVERY} == 1:", f"    return {aw}timed(part)"]
+    elif shape.timing == "always":
+        lines += ["nonlocal n", "n += 1"]
+    lines += _chain_body(shape, 0, timed=shape.timing == "always", probe=False, entry="rest",
+                         tail=None)
+    return _function(shape, "push", lines)
+
+
+def _deliver(shape: Shape) -> list[str]:
+    """Inside ``drive``: yield what hooks wrote, then ``part``."""
+    if not shape.writes:
+        return ["yield part"]
+    return ["if pending:", "    for w in pending:", "        yield w", "    pending.clear()",
+            "yield part"]
+
+
+def _drive_loop(shape: Shape, kind: Literal["list", "aiter"]) -> list[str]:
+    """The loop of ``drive`` over a list (``for``) or an async iterator (``async for``)."""
+    head = "for part in source:" if kind == "list" else "async for part in source:"
+    body: list[str] = ["if held and part.__class__ in held:", "    on_held(part)", "    continue"]
+    deliver = _deliver(shape)
+    if shape.timing == "off":
+        # Inlined: no call per chunk beyond the hooks themselves (and, untimed, no count).
+        if shape.dispatch:
+            body += ["if part.__class__ is data_cls:",
+                     f"    out = {'await ' if shape.is_async else ''}run_data(part)",
+                     "    if out is None: continue",
+                     "    for part in (out if out.__class__ is list else (out,)):",
+                     *_indent(deliver, 2), "    continue"]
+        body += _chain_body(shape, 0, timed=False, probe=False, entry="rest", tail=deliver)
+    else:
+        body += [f"out = {'await ' if shape.is_async else ''}push(part)"]
+        if shape.writes:
+            body += ["if pending:", "    for w in pending:", "        yield w",
+                     "    pending.clear()"]
+        body += ["if out is None: continue",
+                 "if out.__class__ is list:", "    for o in out: yield o", "    continue",
+                 "yield out"]
+    return [head, *_indent(body, 1)]
+
+
+def _drive(shape: Shape) -> list[str]:
+    lines = ["async def drive(source, is_list, pending, held, on_held, flush, on_trip, "
+             "on_close):"]
+    lines += ["    try:", "        try:", "            if is_list:"]
+    lines += _indent(_drive_loop(shape, "list"), 4)
+    lines.append("            else:")
+    lines += _indent(_drive_loop(shape, "aiter"), 4)
+    lines += ["            for part in await flush():", "                yield part",
+              "            if pending:", "                for w in pending:",
+              "                    yield w", "                pending.clear()",
+              "        except TripWire as tw:", "            if on_trip is None:",
+              "                raise", "            yield await on_trip(tw)",
+              "    finally:", "        if on_close is not None:", "            await on_close()"]
+    return lines
+
+
+def render(shape: Shape) -> str:
+    """The Python source of the fused chain for ``shape`` (a module defining ``factory``)."""
+    lines = ["def factory(fns, consts, stats, env):",
+             "    ctx, fail, pc = env.ctx, env.fail, env.perf_counter_ns",
+             "    data_cls, text_cls, run_data, TripWire = env.data_cls, env.text_cls, "
+             "env.run_data, env.tripwire_cls"]
+    for i, hook in enumerate(shape.hooks):
+        lines += [f"    f{i} = fns[{i}]", f"    st{i} = stats[{i}]"]
+        if hook.wants("stream_parts"):
+            lines.append(f"    sp{i} = consts[{i}]['stream_parts']")
+        for name in PER_REQUEST:
+            if hook.wants(name):
+                lines.append(f"    c{i}_{name} = consts[{i}][{name!r}]")
+    sampled = shape.timing == "sampled"
+    lines += ["    n = 0", f"    probing = {sampled}",
+              "    def count():", "        return n",
+              "    def arm():", "        nonlocal probing", f"        probing = {sampled}"]
+    body: list[str] = _continuations(shape, "rest", probe=False)
+    if sampled:
+        body += _function(shape, "timed", _chain_body(shape, 0, timed=True, probe=False,
+                                                      entry="rest", tail=None))
+        body += _continuations(shape, "probe", probe=True)
+        body += _function(shape, "probe0", _chain_body(shape, 0, timed=False, probe=True,
+                                                       entry="probe", tail=None))
+        body += _function(shape, "tprobe0", _chain_body(shape, 0, timed=True, probe=True,
+                                                        entry="probe", tail=None))
+    body += _push(shape)
+    body += _drive(shape)
+    body.append("return push, count, arm, drive")
+    return "\n".join(lines + _indent(body, 1)) + "\n"
+
+
+_FACTORIES: dict[Shape, Callable[..., Any]] = {}
+
+
+def factory_for(shape: Shape) -> Callable[..., Any]:
+    """The compiled ``factory`` for ``shape``, rendered and compiled once per shape.
+
+    The source is registered in ``linecache`` under a file name naming the shape's size and a
+    stable serial, so a traceback through a fused chain shows the generated lines.
+    """
+    factory = _FACTORIES.get(shape)
+    if factory is None:
+        source = render(shape)
+        filename = f"<streamkit fused chain #{len(_FACTORIES) + 1}: {len(shape.hooks)} hooks, " \
+            f"timing {shape.timing}>"
+        # The same entry ``dataclasses`` makes: (size, mtime=None, lines, name). A ``None``
+        # mtime keeps ``linecache.checkcache`` from discarding it.
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        namespace: dict[str, Any] = {}
+        exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - see module docstring
+        factory = _FACTORIES[shape] = namespace["factory"]
+    return factory
