@@ -85,9 +85,8 @@ from ._payloads import (
     SourcePayload,
     StartPayload,
     StepFinishPayload,
-    StepOutput,
     StepOutputPayload,
-    StepResult,
+    StepResultPayload,
     StepStartPayload,
     TextDeltaPayload,
     TextEndPayload,
@@ -103,7 +102,7 @@ from ._payloads import (
     ToolOutputPayload,
     ToolResultPayload,
     TripwirePayload,
-    Usage,
+    UsagePayload,
 )
 from .errors import ChunkDecodeError
 
@@ -128,7 +127,7 @@ __all__ = [
     "ToolCallDeltaPayload", "ToolCallInputStreamingEndPayload", "ToolCallPayload",
     "ToolResultPayload", "ToolErrorPayload", "ToolOutputDeniedPayload", "ToolCallApprovalPayload",
     "ToolCallSuspendedPayload", "ToolOutputPayload", "StepFinishPayload", "FinishPayload",
-    "StepResult", "StepOutputPayload", "StepOutput", "Usage", "ErrorPayload", "AbortPayload",
+    "StepResultPayload", "StepOutputPayload", "UsagePayload", "ErrorPayload", "AbortPayload",
     "TripwirePayload", "ResponseMetadataPayload",
 ]
 
@@ -172,8 +171,9 @@ class StepFinish(ChunkBase, kw_only=True):
     """A step ended, after its tools ran (``step-finish``).
 
     Example:
-        >>> chunk = StepFinish(step_result=StepResult(reason="stop"),
-        ...                    output=StepOutputPayload(text="Hi", usage=Usage(total_tokens=3)))
+        >>> chunk = StepFinish(step_result=StepResultPayload(reason="stop"),
+        ...                    output=StepOutputPayload(text="Hi",
+        ...                                             usage=UsagePayload(total_tokens=3)))
         >>> chunk.payload.output.usage.total_tokens
         3
     """
@@ -186,12 +186,12 @@ class StepFinish(ChunkBase, kw_only=True):
         def __init__(self, *, payload: StepFinishPayload,
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
         @overload
-        def __init__(self, *, step_result: StepResult, output: StepOutputPayload,
+        def __init__(self, *, step_result: StepResultPayload, output: StepOutputPayload,
                      message_id: str | UnsetType = ..., metadata: Any = ..., messages: Any = ...,
                      processor_retry_count: int | UnsetType = ...,
                      processor_retry_feedback: Any = ...,
                      provider_metadata: dict[str, Any] | UnsetType = ...,
-                     total_usage: Usage | UnsetType = ..., response: Any = ...,
+                     total_usage: UsagePayload | UnsetType = ..., response: Any = ...,
                      id: str | UnsetType = ..., extra: dict[str, Any] = ...,
                      **envelope: Unpack[_RunKeywords]) -> None: ...
         def __init__(self, **kwargs: Any) -> None: ...
@@ -208,12 +208,12 @@ class Finish(ChunkBase, kw_only=True):
         def __init__(self, *, payload: FinishPayload,
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
         @overload
-        def __init__(self, *, step_result: StepResult, output: StepOutputPayload,
+        def __init__(self, *, step_result: StepResultPayload, output: StepOutputPayload,
                      message_id: str | UnsetType = ..., metadata: Any = ..., messages: Any = ...,
                      processor_retry_count: int | UnsetType = ...,
                      processor_retry_feedback: Any = ...,
                      provider_metadata: dict[str, Any] | UnsetType = ...,
-                     total_usage: Usage | UnsetType = ..., response: Any = ...,
+                     total_usage: UsagePayload | UnsetType = ..., response: Any = ...,
                      id: str | UnsetType = ..., extra: dict[str, Any] = ...,
                      **envelope: Unpack[_RunKeywords]) -> None: ...
         def __init__(self, **kwargs: Any) -> None: ...
