@@ -118,7 +118,7 @@ __all__ = [
     # agent loop
     "Start", "StepStart", "StepFinish", "Finish", "ToolResult", "ToolErrorChunk",
     "ToolOutputDenied", "ToolCallApproval", "ToolCallSuspended", "ToolOutput", "ErrorChunk",
-    "Abort", "TripwireChunk", "ObjectChunk", "ObjectResult", "DataChunk",
+    "AbortChunk", "TripwireChunk", "ObjectChunk", "ObjectResult", "DataChunk",
     # payloads
     "StartPayload", "StepStartPayload", "TextStartPayload", "TextDeltaPayload", "TextEndPayload",
     "ReasoningStartPayload", "ReasoningDeltaPayload", "ReasoningEndPayload",
@@ -341,7 +341,7 @@ class ErrorChunk(ChunkBase, kw_only=True):
         def __init__(self, **kwargs: Any) -> None: ...
 
 
-class Abort(ChunkBase, kw_only=True):
+class AbortChunk(ChunkBase, kw_only=True):
     """The caller cancelled the run (``abort``)."""
 
     type: ClassVar[Literal["abort"]] = "abort"
@@ -430,7 +430,8 @@ Chunk = Union[
     ReasoningDelta, ReasoningEnd, ReasoningSignature, RedactedReasoning, ReasoningFile, Source,
     File, Custom, ToolCallInputStreamingStart, ToolCallDelta, ToolCallInputStreamingEnd, ToolCall,
     ToolResult, ToolErrorChunk, ToolOutputDenied, ToolCallApproval, ToolCallSuspended, ToolOutput,
-    StepFinish, Finish, ErrorChunk, Abort, TripwireChunk, Raw, ObjectChunk, ObjectResult, DataChunk,
+    StepFinish, Finish, ErrorChunk, AbortChunk, TripwireChunk, Raw, ObjectChunk, ObjectResult,
+    DataChunk,
 ]
 """Any chunk: the union of every chunk class."""
 

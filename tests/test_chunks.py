@@ -20,7 +20,7 @@ import streamkit.chunks as chunks_module
 from streamkit import wire
 from streamkit.chunks import (
     CHUNK_TYPES,
-    Abort,
+    AbortChunk,
     Chunk,
     ChunkBase,
     Custom,
@@ -143,7 +143,7 @@ EXPECTED: dict[str, Chunk] = {
         messages={"all": [], "user": [], "nonUser": []}, processor_retry_count=0, **ENV),
     "error": ErrorChunk(error={"name": "AI_APICallError", "message": "Too many requests",
                                "statusCode": 429}, **ENV),
-    "abort": Abort(**ENV),
+    "abort": AbortChunk(**ENV),
     "tripwire": TripwireChunk(reason="PII detected", retry=False, metadata={"rule": "email"},
                               processor_id="pii-guard", **ENV),
     "raw": Raw(payload={"type": "response.created", "sequence_number": 1}, **ENV),
@@ -220,8 +220,8 @@ def test_flattened_and_payload_constructors_build_the_same_chunk() -> None:
 
 
 def test_chunk_without_payload_fields_builds_an_empty_payload() -> None:
-    assert Abort().payload == payloads_module.AbortPayload()
-    assert wire.encode(Abort()) == b'{"type":"abort","payload":{}}'
+    assert AbortChunk().payload == payloads_module.AbortPayload()
+    assert wire.encode(AbortChunk()) == b'{"type":"abort","payload":{}}'
 
 
 @pytest.mark.parametrize("kwargs, words", [
