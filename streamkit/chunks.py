@@ -108,8 +108,7 @@ from .errors import ChunkDecodeError
 
 __all__ = [
     # base classes and helpers
-    "ChunkBase", "PayloadBase", "Chunk", "CHUNK_TYPES", "coerce_chunk",
-    "chunk_from_builtins", "Stamper",
+    "ChunkBase", "PayloadBase", "Chunk", "CHUNK_TYPES", "coerce_chunk", "Stamper",
     # model output
     "ResponseMetadata", "TextStart", "TextDelta", "TextEnd", "ReasoningStart", "ReasoningDelta",
     "ReasoningEnd", "ReasoningSignature", "RedactedReasoning", "ReasoningFile", "Source", "File",
