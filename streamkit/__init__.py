@@ -28,7 +28,7 @@ from .graph import Graph
 from .memory import Memory, SQLiteStore
 from .messages import Message, MessageList, get_text
 from .processors import (ErrorProcessor, InputProcessor, OutputProcessor, Pipeline, Processor,
-                         StepOverrides, TraceRecord, Violation)
+                         StepOverrides, TraceRecord, Violation, Writer)
 from .tools import Tool, tool
 from .tripwire import TripWire
 
@@ -37,7 +37,7 @@ __version__ = "0.1.0"
 __all__ = [
     # processors
     "Processor", "Pipeline", "InputProcessor", "OutputProcessor", "ErrorProcessor",
-    "StepOverrides", "TripWire", "Violation", "TraceRecord",
+    "StepOverrides", "TripWire", "Violation", "TraceRecord", "Writer",
     # agent
     "Agent", "AgentResult", "AgentStream", "StepResult", "TripwireInfo", "Usage", "Override",
     "Graph",
@@ -50,5 +50,4 @@ __all__ = [
     "APICallError", "ToolError", "MaxStepsExceeded", "ScriptExhausted", "MemoryStoreError",
     # modules
     "chunks", "wire", "messages", "ops", "errors", "tokens",
-    "__version__",
 ]

@@ -306,8 +306,8 @@ class ChunkBase(msgspec.Struct, metaclass=_ChunkMeta, tag_field="type", kw_only=
         metadata: optional envelope metadata.
 
     Example:
-        >>> from streamkit.chunks import Abort
-        >>> chunk = Abort(run_id="r1", from_="AGENT")
+        >>> from streamkit.chunks import AbortChunk
+        >>> chunk = AbortChunk(run_id="r1", from_="AGENT")
         >>> chunk.type, chunk.run_id
         ('abort', 'r1')
     """

@@ -1,9 +1,10 @@
 """Payload structs of the chunk types.
 
 What belongs here: one ``msgspec.Struct`` per chunk payload (``TextDeltaPayload``, ...) and the
-nested structs of the step-end payloads (``StepResult``, ``StepOutputPayload``, ``Usage``). What
-does not: the chunk classes (``streamkit.chunks``) and the unknown-key machinery they all share
-(``streamkit._chunk_base``). Import these names from ``streamkit.chunks``; this module is private.
+nested structs of the step-end payloads (``StepResultPayload``, ``StepOutputPayload``,
+``UsagePayload``). What does not: the chunk classes (``streamkit.chunks``) and the unknown-key
+machinery they all share (``streamkit._chunk_base``). Import these names from
+``streamkit.chunks``; this module is private.
 
 Every payload subclasses ``PayloadBase``: fields are keyword-only in the wire spelling's
 snake_case (``tool_call_id`` for ``toolCallId``), optional ones default to ``UNSET`` (absent, not
@@ -41,10 +42,9 @@ __all__ = [
     "ToolCallApprovalPayload",
     "ToolCallSuspendedPayload",
     "ToolOutputPayload",
-    "Usage",
-    "StepResult",
+    "UsagePayload",
+    "StepResultPayload",
     "StepOutputPayload",
-    "StepOutput",
     "StepFinishPayload",
     "FinishPayload",
     "ErrorPayload",
@@ -301,12 +301,12 @@ class ToolOutputPayload(PayloadBase):
 # --- step ends -------------------------------------------------------------------------------
 
 
-class Usage(PayloadBase):
+class UsagePayload(PayloadBase):
     """Token usage of a step or a run (AI SDK v5 ``LanguageModelUsage``).
 
     Example:
-        >>> Usage(input_tokens=12, output_tokens=5, total_tokens=17)
-        Usage(input_tokens=12, output_tokens=5, total_tokens=17)
+        >>> UsagePayload(input_tokens=12, output_tokens=5, total_tokens=17)
+        UsagePayload(input_tokens=12, output_tokens=5, total_tokens=17)
     """
 
     input_tokens: int | None | UnsetType = field(default=UNSET, name="inputTokens")
@@ -317,13 +317,13 @@ class Usage(PayloadBase):
     raw: Any = UNSET
 
 
-class StepResult(PayloadBase):
+class StepResultPayload(PayloadBase):
     """How a step ended: ``reason`` is a finish reason (``stop``, ``tool-calls``, ``length``,
     ``content-filter``, ``error``, ``other``, ``unknown``, ``tripwire``, ``retry``).
 
     Example:
-        >>> StepResult(reason="stop", is_continued=False)
-        StepResult(reason='stop', is_continued=False)
+        >>> StepResultPayload(reason="stop", is_continued=False)
+        StepResultPayload(reason='stop', is_continued=False)
     """
 
     reason: str
@@ -340,11 +340,11 @@ class StepOutputPayload(PayloadBase):
     """What a step produced: its text, tool calls and usage (``output`` of the step-end payloads).
 
     Example:
-        >>> StepOutputPayload(text="Hi", usage=Usage(total_tokens=3))
-        StepOutputPayload(usage=Usage(total_tokens=3), text='Hi')
+        >>> StepOutputPayload(text="Hi", usage=UsagePayload(total_tokens=3))
+        StepOutputPayload(usage=UsagePayload(total_tokens=3), text='Hi')
     """
 
-    usage: Usage
+    usage: UsagePayload
     text: str | UnsetType = UNSET
     tool_calls: list[Any] | UnsetType = field(default=UNSET, name="toolCalls")
     tool_results: list[Any] | UnsetType = field(default=UNSET, name="toolResults")
@@ -352,14 +352,10 @@ class StepOutputPayload(PayloadBase):
     object: Any = UNSET
 
 
-StepOutput = StepOutputPayload
-"""Alias of :class:`StepOutputPayload`."""
-
-
 class _StepEndPayload(PayloadBase):
     """Fields shared by ``step-finish`` and ``finish`` payloads."""
 
-    step_result: StepResult = field(name="stepResult")
+    step_result: StepResultPayload = field(name="stepResult")
     output: StepOutputPayload
     message_id: str | UnsetType = field(default=UNSET, name="messageId")
     metadata: Any = UNSET
@@ -367,7 +363,7 @@ class _StepEndPayload(PayloadBase):
     processor_retry_count: int | UnsetType = field(default=UNSET, name="processorRetryCount")
     processor_retry_feedback: Any = field(default=UNSET, name="processorRetryFeedback")
     provider_metadata: JSONObject | UnsetType = field(default=UNSET, name="providerMetadata")
-    total_usage: Usage | UnsetType = field(default=UNSET, name="totalUsage")
+    total_usage: UsagePayload | UnsetType = field(default=UNSET, name="totalUsage")
     response: Any = UNSET
     id: str | UnsetType = UNSET
 
@@ -393,8 +389,8 @@ class StepFinishPayload(_StepEndPayload):
     ``messages`` the ``{all, user, nonUser}`` snapshot; both are kept as decoded JSON.
 
     Example:
-        >>> p = StepFinishPayload(step_result=StepResult(reason="stop"),
-        ...                       output=StepOutputPayload(usage=Usage(total_tokens=3)))
+        >>> p = StepFinishPayload(step_result=StepResultPayload(reason="stop"),
+        ...                       output=StepOutputPayload(usage=UsagePayload(total_tokens=3)))
         >>> p.step_result.reason, p.output.usage.total_tokens
         ('stop', 3)
     """

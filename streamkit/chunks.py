@@ -85,9 +85,8 @@ from ._payloads import (
     SourcePayload,
     StartPayload,
     StepFinishPayload,
-    StepOutput,
     StepOutputPayload,
-    StepResult,
+    StepResultPayload,
     StepStartPayload,
     TextDeltaPayload,
     TextEndPayload,
@@ -103,14 +102,13 @@ from ._payloads import (
     ToolOutputPayload,
     ToolResultPayload,
     TripwirePayload,
-    Usage,
+    UsagePayload,
 )
 from .errors import ChunkDecodeError
 
 __all__ = [
     # base classes and helpers
-    "ChunkBase", "PayloadBase", "Chunk", "CHUNK_TYPES", "coerce_chunk",
-    "chunk_from_builtins", "Stamper",
+    "ChunkBase", "PayloadBase", "Chunk", "CHUNK_TYPES", "coerce_chunk", "Stamper",
     # model output
     "ResponseMetadata", "TextStart", "TextDelta", "TextEnd", "ReasoningStart", "ReasoningDelta",
     "ReasoningEnd", "ReasoningSignature", "RedactedReasoning", "ReasoningFile", "Source", "File",
@@ -119,7 +117,7 @@ __all__ = [
     # agent loop
     "Start", "StepStart", "StepFinish", "Finish", "ToolResult", "ToolErrorChunk",
     "ToolOutputDenied", "ToolCallApproval", "ToolCallSuspended", "ToolOutput", "ErrorChunk",
-    "Abort", "TripwireChunk", "ObjectChunk", "ObjectResult", "DataChunk",
+    "AbortChunk", "TripwireChunk", "ObjectChunk", "ObjectResult", "DataChunk",
     # payloads
     "StartPayload", "StepStartPayload", "TextStartPayload", "TextDeltaPayload", "TextEndPayload",
     "ReasoningStartPayload", "ReasoningDeltaPayload", "ReasoningEndPayload",
@@ -128,7 +126,7 @@ __all__ = [
     "ToolCallDeltaPayload", "ToolCallInputStreamingEndPayload", "ToolCallPayload",
     "ToolResultPayload", "ToolErrorPayload", "ToolOutputDeniedPayload", "ToolCallApprovalPayload",
     "ToolCallSuspendedPayload", "ToolOutputPayload", "StepFinishPayload", "FinishPayload",
-    "StepResult", "StepOutputPayload", "StepOutput", "Usage", "ErrorPayload", "AbortPayload",
+    "StepResultPayload", "StepOutputPayload", "UsagePayload", "ErrorPayload", "AbortPayload",
     "TripwirePayload", "ResponseMetadataPayload",
 ]
 
@@ -172,8 +170,9 @@ class StepFinish(ChunkBase, kw_only=True):
     """A step ended, after its tools ran (``step-finish``).
 
     Example:
-        >>> chunk = StepFinish(step_result=StepResult(reason="stop"),
-        ...                    output=StepOutputPayload(text="Hi", usage=Usage(total_tokens=3)))
+        >>> chunk = StepFinish(step_result=StepResultPayload(reason="stop"),
+        ...                    output=StepOutputPayload(text="Hi",
+        ...                                             usage=UsagePayload(total_tokens=3)))
         >>> chunk.payload.output.usage.total_tokens
         3
     """
@@ -186,12 +185,12 @@ class StepFinish(ChunkBase, kw_only=True):
         def __init__(self, *, payload: StepFinishPayload,
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
         @overload
-        def __init__(self, *, step_result: StepResult, output: StepOutputPayload,
+        def __init__(self, *, step_result: StepResultPayload, output: StepOutputPayload,
                      message_id: str | UnsetType = ..., metadata: Any = ..., messages: Any = ...,
                      processor_retry_count: int | UnsetType = ...,
                      processor_retry_feedback: Any = ...,
                      provider_metadata: dict[str, Any] | UnsetType = ...,
-                     total_usage: Usage | UnsetType = ..., response: Any = ...,
+                     total_usage: UsagePayload | UnsetType = ..., response: Any = ...,
                      id: str | UnsetType = ..., extra: dict[str, Any] = ...,
                      **envelope: Unpack[_RunKeywords]) -> None: ...
         def __init__(self, **kwargs: Any) -> None: ...
@@ -208,12 +207,12 @@ class Finish(ChunkBase, kw_only=True):
         def __init__(self, *, payload: FinishPayload,
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
         @overload
-        def __init__(self, *, step_result: StepResult, output: StepOutputPayload,
+        def __init__(self, *, step_result: StepResultPayload, output: StepOutputPayload,
                      message_id: str | UnsetType = ..., metadata: Any = ..., messages: Any = ...,
                      processor_retry_count: int | UnsetType = ...,
                      processor_retry_feedback: Any = ...,
                      provider_metadata: dict[str, Any] | UnsetType = ...,
-                     total_usage: Usage | UnsetType = ..., response: Any = ...,
+                     total_usage: UsagePayload | UnsetType = ..., response: Any = ...,
                      id: str | UnsetType = ..., extra: dict[str, Any] = ...,
                      **envelope: Unpack[_RunKeywords]) -> None: ...
         def __init__(self, **kwargs: Any) -> None: ...
@@ -341,7 +340,7 @@ class ErrorChunk(ChunkBase, kw_only=True):
         def __init__(self, **kwargs: Any) -> None: ...
 
 
-class Abort(ChunkBase, kw_only=True):
+class AbortChunk(ChunkBase, kw_only=True):
     """The caller cancelled the run (``abort``)."""
 
     type: ClassVar[Literal["abort"]] = "abort"
@@ -430,7 +429,8 @@ Chunk = Union[
     ReasoningDelta, ReasoningEnd, ReasoningSignature, RedactedReasoning, ReasoningFile, Source,
     File, Custom, ToolCallInputStreamingStart, ToolCallDelta, ToolCallInputStreamingEnd, ToolCall,
     ToolResult, ToolErrorChunk, ToolOutputDenied, ToolCallApproval, ToolCallSuspended, ToolOutput,
-    StepFinish, Finish, ErrorChunk, Abort, TripwireChunk, Raw, ObjectChunk, ObjectResult, DataChunk,
+    StepFinish, Finish, ErrorChunk, AbortChunk, TripwireChunk, Raw, ObjectChunk, ObjectResult,
+    DataChunk,
 ]
 """Any chunk: the union of every chunk class."""
 

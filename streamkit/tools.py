@@ -18,7 +18,7 @@ from .errors import ToolError
 from .models._base import ToolSpec
 from .processors._spec import is_async_callable
 
-__all__ = ["Tool", "tool", "INJECTED", "json_schema"]
+__all__ = ["Tool", "tool", "json_schema"]
 
 #: Parameters the runtime injects instead of taking them from the model's arguments.
 INJECTED = frozenset(("writer", "request_context", "tool_call_id", "abort_signal"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-__all__ = ["TripWire", "Violation", "default_reason", "make_abort"]
+__all__ = ["TripWire", "Violation"]
 
 
 def default_reason(processor_id: str | None) -> str:

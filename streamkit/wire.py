@@ -372,8 +372,8 @@ def encode_sse(chunk: Chunk) -> bytes:
     """One chunk as a server-sent event: ``data: <json>\\n\\n``.
 
     Example:
-        >>> from streamkit.chunks import Abort
-        >>> encode_sse(Abort(run_id="r", from_="AGENT"))
+        >>> from streamkit.chunks import AbortChunk
+        >>> encode_sse(AbortChunk(run_id="r", from_="AGENT"))
         b'data: {"type":"abort","runId":"r","from":"AGENT","payload":{}}\\n\\n'
     """
     return b"data: " + encode(chunk) + b"\n\n"

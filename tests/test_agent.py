@@ -597,8 +597,9 @@ class TestFailures:
 
 class TestModels:
     async def test_reasoning_signature_goes_back_to_the_model(self) -> None:
-        from streamkit.chunks import (ReasoningDelta, ReasoningEnd, ReasoningStart, StepOutput,
-                                      StepResult as SR, Usage as U)
+        from streamkit.chunks import (ReasoningDelta, ReasoningEnd, ReasoningStart,
+                                      StepOutputPayload, StepResultPayload as SR,
+                                      UsagePayload as U)
         from streamkit.chunks import Finish, FinishPayload
 
         class Thinking:
@@ -618,7 +619,7 @@ class TestModels:
                         yield c
                 else:
                     yield Finish(payload=FinishPayload(step_result=SR(reason="stop"),
-                                                       output=StepOutput(usage=U())),
+                                                       output=StepOutputPayload(usage=U())),
                                  run_id=run, from_="AGENT")
 
             def stream(self, request: Any) -> Any:

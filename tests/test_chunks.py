@@ -20,7 +20,7 @@ import streamkit.chunks as chunks_module
 from streamkit import wire
 from streamkit.chunks import (
     CHUNK_TYPES,
-    Abort,
+    AbortChunk,
     Chunk,
     ChunkBase,
     Custom,
@@ -44,9 +44,8 @@ from streamkit.chunks import (
     Start,
     StepFinish,
     StepFinishPayload,
-    StepOutput,
     StepOutputPayload,
-    StepResult,
+    StepResultPayload,
     StepStart,
     TextDelta,
     TextDeltaPayload,
@@ -64,7 +63,7 @@ from streamkit.chunks import (
     ToolResult,
     TripwireChunk,
     TripwirePayload,
-    Usage,
+    UsagePayload,
     coerce_chunk,
 )
 from streamkit.errors import ChunkDecodeError
@@ -124,26 +123,27 @@ EXPECTED: dict[str, Chunk] = {
                               tool_call_id="call-4", tool_name="researcher", **ENV),
     "step-finish": StepFinish(
         message_id="msg-1",
-        step_result=StepResult(reason="tool-calls", warnings=[], is_continued=True),
+        step_result=StepResultPayload(reason="tool-calls", warnings=[], is_continued=True),
         metadata={"id": "resp-1", "timestamp": "2026-01-01T00:00:00.000Z",
                   "modelId": "gpt-4o-mini", "request": {}},
         output=StepOutputPayload(
             text="",
             tool_calls=[{"toolCallId": "call-1", "toolName": "lookupCustomer",
                          "args": {"customerId": "C-42"}}],
-            usage=Usage(input_tokens=30, output_tokens=9, total_tokens=39)),
+            usage=UsagePayload(input_tokens=30, output_tokens=9, total_tokens=39)),
         messages={"all": [], "user": [], "nonUser": []}, processor_retry_count=0, **ENV),
     "finish": Finish(
         message_id="msg-1",
-        step_result=StepResult(reason="stop", is_continued=False, raw_reason="stop"),
+        step_result=StepResultPayload(reason="stop", is_continued=False, raw_reason="stop"),
         metadata={"providerMetadata": {}},
-        output=StepOutput(text="Your order ships today.",
-                          usage=Usage(input_tokens=12, output_tokens=5, total_tokens=17,
-                                      reasoning_tokens=0, cached_input_tokens=0)),
+        output=StepOutputPayload(text="Your order ships today.",
+                                 usage=UsagePayload(input_tokens=12, output_tokens=5,
+                                                    total_tokens=17, reasoning_tokens=0,
+                                                    cached_input_tokens=0)),
         messages={"all": [], "user": [], "nonUser": []}, processor_retry_count=0, **ENV),
     "error": ErrorChunk(error={"name": "AI_APICallError", "message": "Too many requests",
                                "statusCode": 429}, **ENV),
-    "abort": Abort(**ENV),
+    "abort": AbortChunk(**ENV),
     "tripwire": TripwireChunk(reason="PII detected", retry=False, metadata={"rule": "email"},
                               processor_id="pii-guard", **ENV),
     "raw": Raw(payload={"type": "response.created", "sequence_number": 1}, **ENV),
@@ -220,8 +220,8 @@ def test_flattened_and_payload_constructors_build_the_same_chunk() -> None:
 
 
 def test_chunk_without_payload_fields_builds_an_empty_payload() -> None:
-    assert Abort().payload == payloads_module.AbortPayload()
-    assert wire.encode(Abort()) == b'{"type":"abort","payload":{}}'
+    assert AbortChunk().payload == payloads_module.AbortPayload()
+    assert wire.encode(AbortChunk()) == b'{"type":"abort","payload":{}}'
 
 
 @pytest.mark.parametrize("kwargs, words", [
@@ -402,7 +402,7 @@ def test_extra_keys_added_later_to_a_nested_struct_are_encoded() -> None:
     changed = wire.decode(wire.encode(chunk))
     changed.payload.output.usage.extra["raw2"] = {"tokens": 1}
     assert json.loads(wire.encode(changed))["payload"]["output"]["usage"]["raw2"] == {"tokens": 1}
-    changed.payload.total_usage = Usage(total_tokens=3, extra={"z": 1})
+    changed.payload.total_usage = UsagePayload(total_tokens=3, extra={"z": 1})
     assert json.loads(wire.encode(changed))["payload"]["totalUsage"] == {"totalTokens": 3, "z": 1}
 
 
@@ -419,7 +419,7 @@ def test_step_end_fast_check_covers_every_nested_payload_struct() -> None:
         for path in paths(cls):
             payload = wire.decode(wire.encode(EXPECTED["finish"])).payload
             payload = cls(**{f: getattr(payload, f) for f in payload.__struct_fields__})
-            payload.total_usage = Usage()
+            payload.total_usage = UsagePayload()
             target: Any = payload
             for attr in path:
                 target = getattr(target, attr)

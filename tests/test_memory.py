@@ -19,7 +19,8 @@ from streamkit.chunks import TextDelta
 from streamkit.errors import MemoryStoreError
 from streamkit.messages import (DataPart, Message, StepStartPart, TextPart, ToolInvocation,
                                 ToolInvocationPart, message_encoder)
-from streamkit.memory import Memory, MessageStore, SQLiteStore, Thread, storable_messages
+from streamkit.memory import Memory, MessageStore, SQLiteStore, Thread
+from streamkit.memory._memory import storable_messages
 from streamkit.testing import FunctionModel, ScriptedModel, text, tool_call
 
 from .conftest import P, as_mode

@@ -43,7 +43,6 @@ from ._vault import PlaceholderVault, RestorePlaceholders
 __version__ = "0.1.0"
 
 __all__ = [
-    "__version__",
     # -- prompt hygiene, budgets, caching, structuring, provider quirks
     "UnicodeNormalizer", "SystemPromptScrubber", "TokenLimiter", "BatchParts",
     "StructuredOutput", "ToolCallFilter", "CostGuard", "Price", "InMemoryUsageStore",

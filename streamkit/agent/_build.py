@@ -144,8 +144,9 @@ def schema_of(structured: Any) -> dict[str, Any] | None:
 
 def step_end_payload(kind: str, reason: str, continued: bool, text: str,
                       tool_calls: list[dict[str, Any]], usage: Usage, message_id: str) -> Any:
-    from ..chunks import FinishPayload, StepFinishPayload, StepOutputPayload, StepResult as SR
-    from ..chunks import Usage as U
+    from ..chunks import FinishPayload, StepFinishPayload, StepOutputPayload
+    from ..chunks import StepResultPayload as SR
+    from ..chunks import UsagePayload as U
 
     cls = StepFinishPayload if kind == "step-finish" else FinishPayload
     return cls(message_id=message_id,

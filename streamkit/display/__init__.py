@@ -33,18 +33,17 @@ from typing import Any, Iterable, Sequence
 from ._charts import bar_chart_svg, trace_timeline_svg
 from ._graph import graph_svg
 from ._html import STYLE, HtmlBlock, esc
-from ._live import DisplayHandle, LiveView, live
-from ._tables import (ChunkTable, TraceView, chunk_row, chunks_html, collect, result_html,
-                      result_text, show_processors, steps_html, trace_html, trace_text,
-                      tripwire_html)
+from ._live import DisplayHandle, live
+from ._tables import (ChunkTable, TraceView, chunks_html, collect, result_html, result_text,
+                      show_processors, steps_html, trace_html, trace_text)
 
 __all__ = [
     "graph_html", "graph_svg",
     "show_processors",
-    "ChunkTable", "show_chunks", "collect", "chunks_html", "chunk_row",
+    "ChunkTable", "show_chunks", "collect", "chunks_html",
     "TraceView", "show_trace", "trace_html", "trace_text", "trace_timeline_svg",
-    "steps_html", "result_html", "result_text", "tripwire_html", "stream_html",
-    "live", "LiveView", "DisplayHandle",
+    "steps_html", "result_html", "result_text",
+    "live", "DisplayHandle",
     "bar_chart", "bar_chart_svg", "HtmlBlock",
 ]
 

@@ -29,8 +29,8 @@ Example:
     ['t1']
 """
 
-from ._memory import Memory, storable_messages
+from ._memory import Memory
 from ._sqlite import SQLiteStore
 from ._store import MessageStore, Thread
 
-__all__ = ["Memory", "SQLiteStore", "MessageStore", "Thread", "storable_messages"]
+__all__ = ["Memory", "SQLiteStore", "MessageStore", "Thread"]

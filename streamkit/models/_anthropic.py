@@ -35,9 +35,9 @@ import httpx
 import msgspec
 
 from ..chunks import (Finish, FinishPayload, ReasoningDelta, ReasoningEnd, ReasoningStart,
-                      ResponseMetadata, StepOutput, StepResult, TextDelta, TextEnd, TextStart,
-                      ToolCall, ToolCallDelta, ToolCallInputStreamingEnd,
-                      ToolCallInputStreamingStart, Usage)
+                      ResponseMetadata, StepOutputPayload, StepResultPayload, TextDelta, TextEnd,
+                      TextStart, ToolCall, ToolCallDelta, ToolCallInputStreamingEnd,
+                      ToolCallInputStreamingStart, UsagePayload)
 from ..errors import MessageError, StreamkitError
 from ._base import ModelRequest
 from ._http import (HTTPModel, decode_json, error_from_payload, json_text, retrying, split_media,
@@ -421,18 +421,19 @@ class _MessagesTranslator:
         if isinstance(inp, int):
             inp += cache_read + (u.get("cache_creation_input_tokens") or 0)
         out = u.get("output_tokens")
-        usage = Usage(input_tokens=inp, output_tokens=out,
-                      total_tokens=inp + out if isinstance(inp, int) and isinstance(out, int)
-                      else None)
+        usage = UsagePayload(input_tokens=inp, output_tokens=out,
+                             total_tokens=inp + out if isinstance(inp, int) and isinstance(out, int)
+                             else None)
         if cache_read:
             usage.cached_input_tokens = cache_read
         reason = _STOP_REASONS.get(self.stop_reason or "", "other")
         if reason == "tool-calls" and not self.has_tool_calls:
             reason = "stop"  # only the structured-output tool was called: that is the answer
-        result = StepResult(reason=reason)
+        result = StepResultPayload(reason=reason)
         if self.stop_reason is not None:
             result.raw_reason = self.stop_reason
-        finish = Finish(payload=FinishPayload(step_result=result, output=StepOutput(usage=usage)),
+        finish = Finish(payload=FinishPayload(step_result=result,
+                                              output=StepOutputPayload(usage=usage)),
                         run_id=self.run_id, from_=_AGENT)
         return [finish] if self.metadata is None else [self.metadata, finish]
 

@@ -27,9 +27,9 @@ import httpx
 import msgspec
 
 from ..chunks import (Finish, FinishPayload, ReasoningDelta, ReasoningEnd, ReasoningStart,
-                      ResponseMetadata, StepOutput, StepResult, TextDelta, TextEnd, TextStart,
-                      ToolCall, ToolCallDelta, ToolCallInputStreamingEnd,
-                      ToolCallInputStreamingStart, Usage)
+                      ResponseMetadata, StepOutputPayload, StepResultPayload, TextDelta, TextEnd,
+                      TextStart, ToolCall, ToolCallDelta, ToolCallInputStreamingEnd,
+                      ToolCallInputStreamingStart, UsagePayload)
 from ..errors import MessageError, StreamkitError
 from ._base import ModelRequest
 from ._http import (HTTPModel, decode_json, unwrap_provider_options, error_from_payload, json_text,
@@ -212,14 +212,14 @@ def build_openai_body(model_id: str, request: ModelRequest, *, stream: bool,
 # --- response --------------------------------------------------------------------------------------
 
 
-def _usage(raw: Any) -> Usage:
+def _usage(raw: Any) -> UsagePayload:
     if not isinstance(raw, dict):
-        return Usage(input_tokens=None, output_tokens=None, total_tokens=None)
+        return UsagePayload(input_tokens=None, output_tokens=None, total_tokens=None)
     inp, out = raw.get("prompt_tokens"), raw.get("completion_tokens")
     total = raw.get("total_tokens")
     if total is None and isinstance(inp, int) and isinstance(out, int):
         total = inp + out
-    usage = Usage(input_tokens=inp, output_tokens=out, total_tokens=total)
+    usage = UsagePayload(input_tokens=inp, output_tokens=out, total_tokens=total)
     details = raw.get("completion_tokens_details")
     if isinstance(details, dict) and isinstance(details.get("reasoning_tokens"), int):
         usage.reasoning_tokens = details["reasoning_tokens"]
@@ -384,11 +384,11 @@ class _ChatTranslator:
         reason = _FINISH_REASONS.get(self.raw_finish or "", "other")
         if self.calls and reason in ("stop", "other"):
             reason = "tool-calls"  # servers that answer "stop" although they called tools
-        result = StepResult(reason=reason)
+        result = StepResultPayload(reason=reason)
         if self.raw_finish is not None:
             result.raw_reason = self.raw_finish
         out.append(Finish(payload=FinishPayload(step_result=result,
-                                                output=StepOutput(usage=_usage(self.usage))),
+                                                output=StepOutputPayload(usage=_usage(self.usage))),
                           run_id=run_id, from_=_AGENT))
         return out
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Sequence
 
 from ..chunks import (Stamper, TextDeltaPayload, Finish, FinishPayload, ReasoningDelta, ReasoningEnd, ReasoningStart,
-                      StepOutput, StepResult, TextDelta, TextEnd, TextStart, ToolCall,
-                      ToolCallDelta, ToolCallInputStreamingEnd, ToolCallInputStreamingStart, Usage)
+                      StepOutputPayload, StepResultPayload, TextDelta, TextEnd, TextStart,
+                      ToolCall, ToolCallDelta, ToolCallInputStreamingEnd,
+                      ToolCallInputStreamingStart, UsagePayload)
 from ..errors import APICallError, ScriptExhausted, StreamkitError
 from ..tokens import get_counter
 from ._base import ModelRequest
@@ -174,9 +175,10 @@ async def _emit_step(step: ScriptStep, request: ModelRequest) -> AsyncIterator[A
     input_tokens = _input_tokens(request)
     output_tokens = _output_tokens(streamed, calls)
     yield Finish(payload=FinishPayload(
-        step_result=StepResult(reason="tool-calls" if has_tools else "stop"),
-        output=StepOutput(usage=Usage(input_tokens=input_tokens, output_tokens=output_tokens,
-                                      total_tokens=input_tokens + output_tokens))),
+        step_result=StepResultPayload(reason="tool-calls" if has_tools else "stop"),
+        output=StepOutputPayload(usage=UsagePayload(
+            input_tokens=input_tokens, output_tokens=output_tokens,
+            total_tokens=input_tokens + output_tokens))),
         run_id=run_id, from_=frm)
 
 
