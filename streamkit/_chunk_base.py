@@ -28,6 +28,8 @@ from typing import (TYPE_CHECKING, Annotated, Any, ClassVar, NamedTuple, TypedDi
 import msgspec
 from msgspec import UNSET, Meta, UnsetType, field
 
+from .errors import InvalidType
+
 if TYPE_CHECKING:
     from msgspec import StructMeta
 else:
@@ -98,8 +100,8 @@ def _layout(cls: type) -> _Layout:
         for f in fields:
             found = _payload_types_in(f.type)
             if len(found) > 1:
-                raise TypeError(f"{cls.__name__}.{f.name}: a field may hold one payload class, "
-                                f"not {[c.__name__ for c in found]}")
+                raise InvalidType(f"{cls.__name__}.{f.name}: a field may hold one payload class, "
+                                  f"not {[c.__name__ for c in found]}")
             if found:
                 nested.append((f.name, f.encode_name, found[0]))
         is_open = issubclass(cls, PayloadBase)
@@ -257,13 +259,13 @@ class _ChunkMeta(StructMeta):
             try:
                 return _struct_call(cls, *args, **kwargs)
             except TypeError as exc:
-                raise TypeError(cls._explain(exc, kwargs)) from None
+                raise InvalidType(cls._explain(exc, kwargs)) from None
         payload_cls = cls._payload_cls
         if payload_cls is None:
             try:
                 return _struct_call(cls, **kwargs)
             except TypeError as exc:
-                raise TypeError(cls._explain(exc, kwargs)) from None
+                raise InvalidType(cls._explain(exc, kwargs)) from None
         payload_kwargs: dict[str, Any] = {}
         envelope: dict[str, Any] = {}
         for key, value in kwargs.items():
@@ -272,11 +274,11 @@ class _ChunkMeta(StructMeta):
             elif key in cls._envelope_fields:
                 envelope[key] = value
             else:
-                raise TypeError(cls._explain(None, kwargs))
+                raise InvalidType(cls._explain(None, kwargs))
         try:
             payload = payload_cls(**payload_kwargs)
         except TypeError as exc:
-            raise TypeError(f"{cls.__name__}(): {exc}") from None
+            raise InvalidType(f"{cls.__name__}(): {exc}") from None
         return _struct_call(cls, payload=payload, **envelope)
 
     def _explain(cls, exc: TypeError | None, kwargs: dict[str, Any]) -> str:

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from .agent import Agent
 from .chunks import ErrorChunk, TextDelta, ToolCall, ToolResult, TripwireChunk
+from .errors import ToolError
 from .processors import Processor
 from .testing import ScriptedModel, reasoning, text, tool_call
 from .tools import tool
@@ -37,7 +38,8 @@ def lookup_customer(customer_id: str) -> dict[str, Any]:
     """Look up a customer record by id (name, contact details, tier, open tickets, last order)."""
     record = CUSTOMERS.get(customer_id)
     if record is None:
-        raise KeyError(f"no customer {customer_id}")
+        raise ToolError(f"no customer {customer_id!r}; known ids: {', '.join(CUSTOMERS)}",
+                        tool_name="lookup_customer")
     return dict(record)
 
 

@@ -104,7 +104,7 @@ from ._payloads import (
     TripwirePayload,
     UsagePayload,
 )
-from .errors import ChunkDecodeError
+from .errors import ChunkDecodeError, InvalidArgument, InvalidType
 
 __all__ = [
     # base classes and helpers
@@ -420,8 +420,13 @@ class DataChunk(msgspec.Struct, forbid_unknown_fields=True, repr_omit_defaults=T
     transient: bool | UnsetType = UNSET
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.type, str) and self.type.startswith("data-")):
-            raise ValueError(f"a data chunk's type must start with 'data-', got {self.type!r}")
+        # Both are ValueError/TypeError, which msgspec turns into a ValidationError on decode.
+        if not isinstance(self.type, str):
+            raise InvalidType(f"DataChunk(type=...) takes a str such as 'data-progress', got "
+                              f"{type(self.type).__name__}")
+        if not self.type.startswith("data-"):
+            raise InvalidArgument(f"DataChunk(type={self.type!r}): a data chunk's type must "
+                                  f"start with 'data-', such as 'data-progress'")
 
 
 Chunk = Union[
@@ -464,7 +469,8 @@ class Stamper:
 
     def __init__(self, cls: type[ChunkBase], *, run_id: str, from_: str = "AGENT") -> None:
         if not (isinstance(cls, type) and issubclass(cls, ChunkBase)) or cls._payload_cls is None:
-            raise TypeError(f"Stamper needs a chunk class with a payload, got {cls!r}")
+            raise InvalidType(f"Stamper needs a chunk class with a payload (such as TextDelta), "
+                              f"got {cls!r}")
         self.cls = cls
         self.run_id = run_id
         self.from_ = from_

@@ -29,6 +29,7 @@ import msgspec
 
 from ._apply import AppliedStream, apply, from_observable, merge, to_observable
 from .chunks import CHUNK_TYPES, DataChunk, TextDelta
+from .errors import InvalidArgument, InvalidType
 from .processors import Pipeline, Processor, TripWire, is_async_callable
 
 __all__ = [
@@ -76,9 +77,9 @@ class _TypeSet:
             import difflib
 
             hint = difflib.get_close_matches(unknown[0], sorted(CHUNK_TYPES), n=1)
-            raise ValueError(f"unknown chunk type(s) {unknown} in types=; "
-                             f"{'did you mean ' + repr(hint[0]) + '? ' if hint else ''}"
-                             f"expected wire types like 'text-delta' or 'data-<name>'")
+            raise InvalidArgument(f"unknown chunk type(s) {unknown} in types=; "
+                                  f"{'did you mean ' + repr(hint[0]) + '? ' if hint else ''}"
+                                  f"expected wire types like 'text-delta' or 'data-<name>'")
         self.names = names
         self.classes = frozenset(CHUNK_TYPES[t] for t in names if t in CHUNK_TYPES)
         self.data = frozenset(t for t in names if t.startswith("data-"))
@@ -100,7 +101,7 @@ class _Operator(Processor):
     def __init__(self, fn: Callable[..., Any] | None, *, id: str | None = None,
                  types: Iterable[str] | str | None = None, data: bool = False) -> None:
         if fn is not None and not callable(fn):
-            raise TypeError(f"ops.{self.kind} expects a function, got {type(fn).__name__}")
+            raise InvalidType(f"ops.{self.kind} expects a function, got {type(fn).__name__}")
         super().__init__(_op_id(self.kind, fn, id))
         self.fn = fn
         self.types = _types(types)
@@ -307,11 +308,12 @@ class batch(Processor):
                  interval: float | None = None, id: str | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         if count is None and not sentence and interval is None:
-            raise ValueError("ops.batch needs count=, sentence=True or interval= (seconds)")
+            raise InvalidArgument("ops.batch needs count=, sentence=True or interval= "
+                                  "(seconds); got none of them")
         if count is not None and count < 1:
-            raise ValueError(f"ops.batch count must be >= 1, got {count}")
+            raise InvalidArgument(f"ops.batch count must be >= 1, got {count}")
         if interval is not None and interval <= 0:
-            raise ValueError(f"ops.batch interval must be > 0 seconds, got {interval}")
+            raise InvalidArgument(f"ops.batch interval must be > 0 seconds, got {interval}")
         super().__init__(id or _op_id("batch"))
         self.count, self.sentence, self.interval, self.clock = count, sentence, interval, clock
 
@@ -363,8 +365,11 @@ class _Counted(Processor):
 
     def __init__(self, kind: str, keeps: Callable[[int, int], bool], n: int, *,
                  id: str | None, types: Iterable[str] | str | None) -> None:
-        if not isinstance(n, int) or n < 0:
-            raise ValueError(f"ops.{kind} takes a count >= 0, got {n!r}")
+        if not isinstance(n, int) or isinstance(n, bool):
+            raise InvalidType(f"ops.{kind} takes an int count >= 0, got {type(n).__name__} "
+                              f"{n!r}")
+        if n < 0:
+            raise InvalidArgument(f"ops.{kind} takes a count >= 0, got {n!r}")
         super().__init__(id or _op_id(kind))
         types_ = _types(types)
 
@@ -446,7 +451,8 @@ class distinct_until_changed(_Operator):
     def __init__(self, key: Callable[[Any], Any] | None = None, *, id: str | None = None) -> None:
         super().__init__(key, id=id)
         if self.is_async:
-            raise TypeError("ops.distinct_until_changed takes a sync key function")
+            raise InvalidType(f"ops.distinct_until_changed takes a sync key function, got the "
+                              f"async function {key!r}")
         keyfn = key or (lambda part: part)
         missing = object()
 

@@ -32,7 +32,7 @@ import msgspec
 
 from ._chunk_base import has_extra_keys, merge_extra_keys
 from .chunks import CHUNK_TYPES, Chunk, ChunkBase, chunk_from_builtins
-from .errors import ChunkDecodeError
+from .errors import ChunkDecodeError, InvalidType
 
 __all__ = [
     "encode",
@@ -97,7 +97,7 @@ def encode(chunk: Chunk) -> bytes:
                 or not chunk.payload.has_extra_keys():  # type: ignore[union-attr]
             return _json_encode(chunk)
     except AttributeError:
-        raise TypeError(_not_a_chunk(chunk)) from None
+        raise InvalidType(_not_a_chunk(chunk)) from None
     return _json_encode(merge_extra_keys(chunk, msgspec.to_builtins(chunk, builtin_types=())))
 
 
@@ -147,7 +147,7 @@ def encode_msgpack(chunk: Chunk) -> bytes:
                 or not chunk.payload.has_extra_keys():  # type: ignore[union-attr]
             return _msgpack_encode(chunk)
     except AttributeError:
-        raise TypeError(_not_a_chunk(chunk)) from None
+        raise InvalidType(_not_a_chunk(chunk)) from None
     data = msgspec.to_builtins(chunk, builtin_types=_MSGPACK_NATIVE)
     return _msgpack_encode(merge_extra_keys(chunk, data))
 

@@ -66,7 +66,7 @@ from streamkit.chunks import (
     UsagePayload,
     coerce_chunk,
 )
-from streamkit.errors import ChunkDecodeError
+from streamkit.errors import ChunkDecodeError, InvalidArgument, InvalidType
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "chunks"
 ENV: dict[str, Any] = {"run_id": "run-1", "from_": "AGENT"}
@@ -237,14 +237,14 @@ def test_chunk_without_payload_fields_builds_an_empty_payload() -> None:
 ])
 def test_bad_constructor_arguments_raise_type_error_naming_them(kwargs: dict[str, Any],
                                                                 words: list[str]) -> None:
-    with pytest.raises(TypeError) as info:
+    with pytest.raises(InvalidType) as info:
         TextDelta(**kwargs)
     for word in words:
         assert word in str(info.value)
 
 
 def test_unknown_keyword_on_chunk_without_payload_struct_names_valid_ones() -> None:
-    with pytest.raises(TypeError,
+    with pytest.raises(InvalidType,
                        match=r"objekt.*valid: chunk fields run_id, from_, metadata, object"):
         ObjectChunk(objekt={})
 
@@ -257,7 +257,7 @@ def test_payload_metadata_wins_in_flattened_form_envelope_metadata_via_payload_f
 
 
 def test_data_chunk_type_must_start_with_data() -> None:
-    with pytest.raises(ValueError, match="'progress'"):
+    with pytest.raises(InvalidArgument, match="'progress'"):
         DataChunk("progress", {})
 
 

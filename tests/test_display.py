@@ -11,6 +11,7 @@ import pytest
 
 from streamkit import Agent, APICallError, Processor, display, ops, tool
 from streamkit.chunks import DataChunk, TextDelta, ToolCall, TripwireChunk
+from streamkit.errors import InvalidArgument
 from streamkit.graph import Edge, Graph, Node
 from streamkit.testing import ScriptedModel, api_error, text, tool_call
 
@@ -321,7 +322,7 @@ class TestResults:
         root = svg_of(chart._repr_html_())
         assert len([g for g in root.iter(f"{SVG}g") if g.get("class") == "sk-bar-row"]) == 3
         assert repr(chart).splitlines()[0] == "throughput"
-        with pytest.raises(ValueError, match="2 labels but 1 values"):
+        with pytest.raises(InvalidArgument, match="2 labels but 1 values"):
             display.bar_chart(["a", "b"], [1.0])
 
 

@@ -11,6 +11,7 @@ import reactivex
 
 from streamkit import Pipeline, Processor, ProcessorError, ops
 from streamkit.chunks import DataChunk, TextDelta, ToolCall
+from streamkit.errors import InvalidArgument, InvalidType
 
 from .conftest import as_mode
 
@@ -105,7 +106,7 @@ class TestOperators:
         assert seen == ["data:data-x"]
 
     def test_operator_needs_a_function(self) -> None:
-        with pytest.raises(TypeError, match="expects a function"):
+        with pytest.raises(InvalidType, match="expects a function"):
             ops.map(42)  # type: ignore[arg-type]
 
 
@@ -146,7 +147,7 @@ class TestBatch:
         pytest.param({}, id="nothing"), pytest.param({"count": 0}, id="zero-count"),
         pytest.param({"interval": -1}, id="negative-interval")])
     def test_bad_arguments(self, kwargs: dict[str, Any]) -> None:
-        with pytest.raises(ValueError):
+        with pytest.raises(InvalidArgument):
             ops.batch(**kwargs)
 
 
@@ -282,7 +283,7 @@ class TestCleanup:
 
 
 def test_unknown_chunk_type_in_types_is_an_error() -> None:
-    with pytest.raises(ValueError, match="did you mean 'text-delta'"):
+    with pytest.raises(InvalidArgument, match="did you mean 'text-delta'"):
         ops.map(lambda c: c, types="text_delta")
 
 
@@ -295,7 +296,7 @@ async def test_types_match_data_chunks_by_name() -> None:
 
 
 def test_take_and_skip_need_a_count() -> None:
-    with pytest.raises(ValueError, match="count >= 0"):
+    with pytest.raises(InvalidArgument, match="count >= 0"):
         ops.take(-1)
-    with pytest.raises(ValueError, match="count >= 0"):
+    with pytest.raises(InvalidType, match="int count >= 0, got str '3'"):
         ops.skip("3")  # type: ignore[arg-type]

@@ -19,7 +19,7 @@ from streamkit.chunks import (
     ToolCall,
     TripwireChunk,
 )
-from streamkit.errors import ChunkDecodeError
+from streamkit.errors import ChunkDecodeError, InvalidType
 from streamkit.wire import SSEEvent, SSEParser
 
 # CI runs in a fresh clone with shared/ beside the repository: <repo>/../shared
@@ -134,9 +134,9 @@ def with_dict_payload() -> TextDelta:
                  id="payload-replaced-by-a-dict"),
 ])
 def test_encode_rejects_what_is_not_a_chunk(value: Any, match: str) -> None:
-    with pytest.raises(TypeError, match=match):
+    with pytest.raises(InvalidType, match=match):
         wire.encode(value)
-    with pytest.raises(TypeError, match=match):
+    with pytest.raises(InvalidType, match=match):
         wire.encode_msgpack(value)
 
 

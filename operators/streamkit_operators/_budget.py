@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from streamkit import Processor, TripWire
 from streamkit.chunks import StepStart, TextDelta
+from streamkit.errors import InvalidArgument, InvalidType
 from streamkit.processors import is_async_callable
 
 __all__ = ["Buffering", "WindowGuard", "StreamGuard", "latency_report", "format_report",
@@ -92,16 +93,16 @@ class Buffering:
 
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
-            raise ValueError(f"buffering kind must be one of {_KINDS}, got {self.kind!r}")
+            raise InvalidArgument(f"buffering kind must be one of {_KINDS}, got {self.kind!r}")
         if self.tokens is not None and self.tokens < 1:
-            raise ValueError(f"window tokens must be >= 1, got {self.tokens}")
+            raise InvalidArgument(f"window tokens must be >= 1, got {self.tokens}")
         if self.overlap < 0 or (self.tokens is not None and self.overlap >= self.tokens):
-            raise ValueError(f"overlap must be >= 0 and smaller than the window, got "
-                             f"{self.overlap}")
+            raise InvalidArgument(f"overlap must be >= 0 and smaller than the window "
+                                  f"({self.tokens} tokens), got {self.overlap}")
         if self.seconds is not None and self.seconds <= 0:
-            raise ValueError(f"seconds must be > 0, got {self.seconds}")
+            raise InvalidArgument(f"seconds must be > 0, got {self.seconds}")
         if self.max_chars is not None and self.max_chars < 1:
-            raise ValueError(f"max_chars must be >= 1, got {self.max_chars}")
+            raise InvalidArgument(f"max_chars must be >= 1, got {self.max_chars}")
 
     @classmethod
     def passthrough(cls, *, overlap: int = 0) -> Buffering:
@@ -220,19 +221,22 @@ class WindowGuard(Processor):
                  counter: Callable[[str], int] | None = None,
                  clock: Callable[[], float] = time.monotonic, is_async: bool = False) -> None:
         super().__init__(id)
-        if not isinstance(buffering, Buffering) or buffering.kind == "holdback":
-            raise ValueError(f"{id}: buffering must be a Buffering other than holdback "
-                             f"(that one is for redaction guards), got {buffering!r}")
+        if not isinstance(buffering, Buffering):
+            raise InvalidType(f"{id}: buffering must be a Buffering (such as "
+                              f"Buffering.sentence()), got {type(buffering).__name__}")
+        if buffering.kind == "holdback":
+            raise InvalidArgument(f"{id}: buffering must be a Buffering other than holdback "
+                                  f"(that one is for redaction guards), got {buffering!r}")
         if strategy not in ("block", "filter", "warn"):
-            raise ValueError(f"{id}: strategy must be 'block', 'filter' or 'warn', got "
-                             f"{strategy!r}")
+            raise InvalidArgument(f"{id}: strategy must be 'block', 'filter' or 'warn', got "
+                                  f"{strategy!r}")
         if strategy == "filter" and not buffering.holds and buffering.kind != "passthrough":
-            raise ValueError(f"{id}: strategy 'filter' needs text that is not released yet; "
-                             f"{buffering!r} has already streamed it — use 'block' with "
-                             f"retry=True to withdraw it")
+            raise InvalidArgument(f"{id}: strategy 'filter' needs text that is not released "
+                                  f"yet; {buffering!r} has already streamed it — use 'block' "
+                                  f"with retry=True to withdraw it")
         if error_strategy not in ("warn", "strict"):
-            raise ValueError(f"{id}: error_strategy must be 'warn' or 'strict', got "
-                             f"{error_strategy!r}")
+            raise InvalidArgument(f"{id}: error_strategy must be 'warn' or 'strict', got "
+                                  f"{error_strategy!r}")
         self.buffering = buffering
         self.strategy = strategy
         self.retry = retry
@@ -452,7 +456,8 @@ class StreamGuard(WindowGuard):
                  counter: Callable[[str], int] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         if not callable(check):
-            raise TypeError(f"StreamGuard expects a check function, got {type(check).__name__}")
+            raise InvalidType(f"StreamGuard expects a check function, got "
+                              f"{type(check).__name__}")
         try:
             params = inspect.signature(check).parameters
         except (TypeError, ValueError):

@@ -26,6 +26,7 @@ from typing import Any, Callable, Mapping
 
 from streamkit import MessageList, Processor, Violation
 from streamkit.tokens import TokenCounter, get_counter
+from streamkit.errors import InvalidArgument, InvalidType
 
 from ._aio import call_maybe_async
 from ._model_check import check_choice
@@ -139,8 +140,10 @@ def _seconds(window: Any) -> float | None:
         return float(window)
     if isinstance(window, str) and window in WINDOWS:
         return WINDOWS[window]
-    raise ValueError(f"window must be one of {', '.join(WINDOWS)}, a number of seconds, a "
-                     f"timedelta or None; got {window!r}")
+    allowed = f"one of {', '.join(WINDOWS)}, a number of seconds > 0, a timedelta or None"
+    if isinstance(window, (str, int, float)) and not isinstance(window, bool):
+        raise InvalidArgument(f"window must be {allowed}; got {window!r}")
+    raise InvalidType(f"window must be {allowed}; got {type(window).__name__} {window!r}")
 
 
 def _output_text(chunks: list[Any]) -> tuple[str, list[tuple[str, str]]]:
@@ -212,14 +215,14 @@ class CostGuard(Processor):
                  clock: Callable[[], float] = time.time, id: str | None = None) -> None:
         super().__init__(id)
         if max_tokens is None and max_cost is None:
-            raise ValueError("CostGuard needs max_tokens= and/or max_cost=")
+            raise InvalidArgument("CostGuard needs max_tokens= and/or max_cost=; both are None")
         if max_cost is not None and pricing is None:
-            raise ValueError("max_cost needs pricing= (a Price, a {model_id: Price} dict or a "
-                             "function) to turn tokens into dollars")
+            raise InvalidArgument("max_cost needs pricing= (a Price, a {model_id: Price} dict "
+                                  "or a function) to turn tokens into dollars; pricing is None")
         if not callable(scope):
             check_choice("scope", scope, SCOPES)
         if warn_at_percent is not None and not 0 < warn_at_percent <= 100:
-            raise ValueError(f"warn_at_percent must be in (0, 100], got {warn_at_percent}")
+            raise InvalidArgument(f"warn_at_percent must be in (0, 100], got {warn_at_percent}")
         self.max_tokens = max_tokens
         self.max_cost = max_cost
         self.pricing = pricing

@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 
 from streamkit import Processor
 from streamkit.chunks import ReasoningDelta, StepStart, TextDelta
+from streamkit.errors import InvalidArgument
 from streamkit.messages import TextPart, ToolInvocationPart
 
 from ._budget import Buffering
@@ -192,7 +193,7 @@ class RedactingGuard(HoldbackGuard):
     def __init__(self, id: str | None = None, *, phase: str = "all") -> None:
         super().__init__(id)
         if phase not in ("input", "output", "all"):
-            raise ValueError(f"phase must be 'input', 'output' or 'all', got {phase!r}")
+            raise InvalidArgument(f"phase must be 'input', 'output' or 'all', got {phase!r}")
         self.phase = phase
         if phase in ("input", "all"):
             self.process_input = self._process_input

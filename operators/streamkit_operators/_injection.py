@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from streamkit import Processor
+from streamkit.errors import InvalidArgument
 
-from ._model_check import ERROR_STRATEGIES, ask_json, check_choice
+from ._model_check import ERROR_STRATEGIES, ModelAnswerError, ask_json, check_choice
 from ._model_guard import check_each, format_scores, replace_text, safe_call, scores_of
 
 __all__ = ["PromptInjectionDetector", "InjectionEvent", "INJECTION_TYPES"]
@@ -106,11 +107,14 @@ class PromptInjectionDetector(Processor):
                  id: str = "prompt-injection-detector") -> None:
         super().__init__(id)
         if model is None:
-            raise ValueError("PromptInjectionDetector requires a model")
+            raise InvalidArgument("PromptInjectionDetector requires a model (a model id such "
+                                  "as 'openai/gpt-4o-mini' or a Model); got model=None")
         if not detection_types:
-            raise ValueError("PromptInjectionDetector needs at least one detection type")
+            raise InvalidArgument(f"PromptInjectionDetector needs at least one detection type "
+                                  f"(known: {', '.join(INJECTION_TYPES)}); got "
+                                  f"{detection_types!r}")
         if not 0 <= threshold <= 1:
-            raise ValueError(f"threshold must be between 0 and 1, got {threshold}")
+            raise InvalidArgument(f"threshold must be between 0 and 1, got {threshold}")
         self.model = model
         self.detection_types = tuple(detection_types)
         self.threshold = threshold
@@ -129,7 +133,7 @@ class PromptInjectionDetector(Processor):
         answer = await ask_json(self.model, text, instructions=self.instructions,
                                 schema=_SCHEMA, model_settings=self.model_settings)
         if not isinstance(answer, dict):
-            raise ValueError(f"expected a JSON object, got {type(answer).__name__}")
+            raise ModelAnswerError(f"expected a JSON object, got {type(answer).__name__}")
         scores = {k: v for k, v in scores_of(answer.get("categories"), "type").items()
                   if k in self.detection_types}
         return {**answer, "scores": scores,

@@ -14,8 +14,9 @@ import logging
 from typing import Any, Sequence
 
 from streamkit import Processor
+from streamkit.errors import InvalidArgument
 
-from ._model_check import ERROR_STRATEGIES, ask_json, check_choice
+from ._model_check import ERROR_STRATEGIES, ModelAnswerError, ask_json, check_choice
 from ._model_guard import check_each, replace_text
 
 __all__ = ["LanguageDetector", "LANGUAGES"]
@@ -91,13 +92,15 @@ class LanguageDetector(Processor):
                  id: str = "language-detector") -> None:
         super().__init__(id)
         if model is None:
-            raise ValueError("LanguageDetector requires a model")
+            raise InvalidArgument("LanguageDetector requires a model (a model id such as "
+                                  "'openai/gpt-4o-mini' or a Model); got model=None")
         if isinstance(target_languages, str):
             target_languages = [target_languages]
         if not target_languages:
-            raise ValueError("LanguageDetector needs at least one target language")
+            raise InvalidArgument(f"LanguageDetector needs at least one target language "
+                                  f"(such as 'en'); got {target_languages!r}")
         if not 0 <= threshold <= 1:
-            raise ValueError(f"threshold must be between 0 and 1, got {threshold}")
+            raise InvalidArgument(f"threshold must be between 0 and 1, got {threshold}")
         self.model = model
         self.target_languages = list(target_languages)
         self.target_codes = [_code(t) for t in self.target_languages]
@@ -123,7 +126,8 @@ class LanguageDetector(Processor):
                                 schema=_SCHEMA, model_settings=self.model_settings)
         if not isinstance(answer, dict) or not isinstance(answer.get("confidence"),
                                                           (int, float)):
-            raise ValueError(f"expected {{'iso_code', 'confidence'}}, got {answer!r:.120}")
+            raise ModelAnswerError(f"expected {{'iso_code', 'confidence'}}, got "
+                                   f"{answer!r:.120}")
         return answer
 
     async def process_input(self, messages: list[Any], state: dict[str, Any],

@@ -20,6 +20,7 @@ import re
 from typing import Any, Callable, Collection, NoReturn
 
 from streamkit.models import complete
+from streamkit.errors import InvalidArgument, StreamkitError
 
 __all__ = ["ERROR_STRATEGIES", "check_choice", "ask_json", "parse_json", "on_check_failure",
            "ModelAnswerError"]
@@ -31,19 +32,21 @@ ERROR_STRATEGIES = ("warn", "strict")
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?```", re.S)
 
 
-class ModelAnswerError(ValueError):
-    """The checking model answered, but not with the JSON object it was asked for."""
+class ModelAnswerError(StreamkitError, ValueError):
+    """A model answered, but not with what it was asked for (no JSON object, a missing key, a
+    value that does not fit the schema). A ``StreamkitError``, and a ``ValueError`` as before."""
 
 
 def check_choice(name: str, value: Any, allowed: Collection[str]) -> str:
-    """``value`` if it is one of ``allowed``; else ``ValueError`` naming the choices.
+    """``value`` if it is one of ``allowed``; else ``InvalidArgument`` naming the choices.
 
     Example:
         >>> check_choice("strategy", "warn", ("block", "warn"))
         'warn'
     """
     if value not in allowed:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
+        raise InvalidArgument(f"{name} must be one of {', '.join(map(repr, allowed))}; "
+                              f"got {value!r}")
     return str(value)
 
 

@@ -18,8 +18,10 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Sequence
 
+from streamkit.errors import InvalidArgument
+
 from ._budget import Buffering, Window, WindowGuard
-from ._model_check import ERROR_STRATEGIES, ask_json, check_choice
+from ._model_check import ERROR_STRATEGIES, ModelAnswerError, ask_json, check_choice
 from ._model_guard import check_each, format_scores, scores_of
 
 __all__ = ["ModerationProcessor", "MODERATION_CATEGORIES"]
@@ -95,11 +97,13 @@ class ModerationProcessor(WindowGuard):
                  model_settings: dict[str, Any] | None = None, phase: str = "all",
                  id: str = "moderation", counter: Callable[[str], int] | None = None) -> None:
         if model is None:
-            raise ValueError("ModerationProcessor requires a model")
+            raise InvalidArgument("ModerationProcessor requires a model (a model id such as "
+                                  "'openai/gpt-4o-mini' or a Model); got model=None")
         if not categories:
-            raise ValueError("ModerationProcessor needs at least one category")
+            raise InvalidArgument(f"ModerationProcessor needs at least one category (known: "
+                                  f"{', '.join(MODERATION_CATEGORIES)}); got {categories!r}")
         if not 0 <= threshold <= 1:
-            raise ValueError(f"threshold must be between 0 and 1, got {threshold}")
+            raise InvalidArgument(f"threshold must be between 0 and 1, got {threshold}")
         check_choice("strategy", strategy, ("block", "warn", "filter"))
         check_choice("error_strategy", error_strategy, ERROR_STRATEGIES)
         check_choice("phase", phase, ("input", "output", "all"))
@@ -128,7 +132,7 @@ class ModerationProcessor(WindowGuard):
         answer = await ask_json(self.model, content, instructions=self.instructions,
                                 schema=_SCHEMA, model_settings=self.model_settings)
         if not isinstance(answer, dict):
-            raise ValueError(f"expected a JSON object, got {type(answer).__name__}")
+            raise ModelAnswerError(f"expected a JSON object, got {type(answer).__name__}")
         scores = {k: v for k, v in scores_of(answer.get("category_scores"), "category").items()
                   if k in self.categories}
         flagged = [k for k, v in scores.items() if v >= self.threshold]

@@ -18,6 +18,7 @@ import logging
 from typing import Any, Callable, Mapping, Sequence
 
 from streamkit import TripWire
+from streamkit.errors import InvalidArgument, InvalidType
 
 from ._holdback import RedactingGuard, notify
 from ._redact import Detection, Finding, Region, Rule, merge_regions, replace_regions
@@ -116,15 +117,17 @@ def pii_rules(types: Sequence[str] = PII_TYPES,
     """The rules for ``types`` plus ``custom`` ones (``{"name": pattern}`` or ``Rule`` objects).
 
     Raises:
-        ValueError: an unknown type, or a model-only type (``name``, ``address``).
+        InvalidArgument: an unknown type, or a model-only type (``name``, ``address``).
+        InvalidType: a ``custom`` entry that is not a ``Rule``.
     """
     rules = []
     for kind in types:
         if kind in _MODEL_ONLY:
-            raise ValueError(f"PII type {kind!r} needs a model to detect; this PIIDetector is "
-                             f"local — use {', '.join(PII_TYPES)} or custom_patterns")
+            raise InvalidArgument(f"PII type {kind!r} needs a model to detect; this "
+                                  f"PIIDetector is local — use {', '.join(PII_TYPES)} or "
+                                  f"custom_patterns")
         if kind not in _DETECTORS:
-            raise ValueError(f"unknown PII type {kind!r}; known: {', '.join(PII_TYPES)}")
+            raise InvalidArgument(f"unknown PII type {kind!r}; known: {', '.join(PII_TYPES)}")
         pattern, validate = _DETECTORS[kind]
         rules.append(Rule(kind, pattern, validate=validate, starts=_STARTS.get(kind)))
     if isinstance(custom, Mapping):
@@ -132,8 +135,8 @@ def pii_rules(types: Sequence[str] = PII_TYPES,
     elif custom:
         for rule in custom:
             if not isinstance(rule, Rule):
-                raise ValueError(f"custom_patterns takes a {{name: pattern}} dict or Rule "
-                                 f"objects, got {type(rule).__name__}")
+                raise InvalidType(f"custom_patterns takes a {{name: pattern}} dict or Rule "
+                                  f"objects, got {type(rule).__name__}")
             rules.append(rule)
     return rules
 
@@ -255,16 +258,19 @@ class PIIDetector(RedactingGuard):
                  include_reasoning: bool = True, id: str = "pii-detector") -> None:
         super().__init__(id, phase=phase)
         if strategy not in STRATEGIES:
-            raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+            raise InvalidArgument(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
         if redaction_method not in METHODS:
-            raise ValueError(f"redaction_method must be one of {METHODS}, got "
-                             f"{redaction_method!r}")
+            raise InvalidArgument(f"redaction_method must be one of {METHODS}, got "
+                                  f"{redaction_method!r}")
         if on_detection is not None and not callable(on_detection):
-            raise TypeError("on_detection must be callable")
+            raise InvalidType(f"on_detection must be callable (a function of a Detection), "
+                              f"got {type(on_detection).__name__}")
         self.rules = pii_rules(PII_TYPES if detection_types is None else detection_types,
                                custom_patterns)
         if not self.rules:
-            raise ValueError("PIIDetector needs at least one detection type or custom pattern")
+            raise InvalidArgument(f"PIIDetector needs at least one detection type or custom "
+                                  f"pattern; got detection_types={detection_types!r} and "
+                                  f"custom_patterns={custom_patterns!r}")
         self.strategy = strategy
         self.redaction_method = redaction_method
         self.preserve_format = preserve_format

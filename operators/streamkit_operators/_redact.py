@@ -47,6 +47,8 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 import regex
 
+from streamkit.errors import InvalidArgument, InvalidType
+
 
 __all__ = ["Rule", "Finding", "Region", "Detection", "Commit", "HoldbackScanner",
            "compile_pattern", "find_all", "merge_regions", "replace_regions",
@@ -76,13 +78,13 @@ def compile_pattern(pattern: Any, flags: int = 0) -> Any:
         try:
             compiled = regex.compile(pattern, flags)
         except regex.error as exc:
-            raise ValueError(f"invalid pattern {pattern!r}: {exc}") from exc
+            raise InvalidArgument(f"invalid pattern {pattern!r}: {exc}") from exc
     else:
-        raise ValueError(f"a pattern must be a str or a compiled regex, got "
-                         f"{type(pattern).__name__}")
+        raise InvalidType(f"a pattern must be a str or a compiled regex, got "
+                          f"{type(pattern).__name__}")
     if compiled.fullmatch("") is not None:
-        raise ValueError(f"pattern {compiled.pattern!r} matches the empty string; a rule must "
-                         f"match at least one character")
+        raise InvalidArgument(f"pattern {compiled.pattern!r} matches the empty string; a rule "
+                              f"must match at least one character")
     return compiled
 
 
@@ -116,8 +118,11 @@ class Rule:
     starts: Any = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name:
-            raise ValueError(f"a rule needs a non-empty name, got {self.name!r}")
+        if not isinstance(self.name, str):
+            raise InvalidType(f"a rule needs a non-empty str name, got "
+                              f"{type(self.name).__name__} {self.name!r}")
+        if not self.name:
+            raise InvalidArgument("a rule needs a non-empty name, got ''")
         object.__setattr__(self, "pattern", compile_pattern(self.pattern))
         if isinstance(self.replacement, str):
             object.__setattr__(self, "replacement", _js_template(self.replacement))
@@ -125,7 +130,8 @@ class Rule:
             try:
                 object.__setattr__(self, "starts", regex.compile(self.starts))
             except regex.error as exc:
-                raise ValueError(f"invalid starts class {self.starts!r}: {exc}") from exc
+                raise InvalidArgument(f"invalid starts class {self.starts!r} (expected a "
+                                      f"character class such as '[0-9]'): {exc}") from exc
 
     def expand(self, match: Any) -> str | None:
         """The replacement for ``match``, or ``None`` when the rule has none."""
@@ -305,7 +311,7 @@ class HoldbackScanner:
     def __init__(self, rules: Sequence[Rule], *, max_hold: int = 1024, lookbehind: int = 64
                  ) -> None:
         if max_hold < 1:
-            raise ValueError(f"max_hold must be >= 1 character, got {max_hold}")
+            raise InvalidArgument(f"max_hold must be >= 1 character, got {max_hold}")
         self.rules = tuple(rules)
         self.max_hold = max_hold
         self.lookbehind = lookbehind

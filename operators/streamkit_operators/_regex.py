@@ -16,6 +16,7 @@ import logging
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from streamkit import TripWire
+from streamkit.errors import InvalidArgument, InvalidType
 
 from ._holdback import RedactingGuard, notify
 from ._pii import pii_rules
@@ -54,7 +55,7 @@ def preset_rules(name: str) -> list[Rule]:
     if name in PRESETS:
         return [Rule(r.name, r.pattern, replacement=f"[{r.name.upper().replace('-', '_')}]",
                      validate=r.validate, starts=r.starts) for r in pii_rules(PRESETS[name])]
-    raise ValueError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
+    raise InvalidArgument(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
 
 
 def _rule(spec: Any) -> Rule:
@@ -65,10 +66,10 @@ def _rule(spec: Any) -> Rule:
             return Rule(spec["name"], spec["pattern"], replacement=spec.get("replacement"),
                         validate=spec.get("validate"), starts=spec.get("starts"))
         except KeyError as exc:
-            raise ValueError(f"a rule dict needs 'name' and 'pattern', got {dict(spec)}"
-                             ) from exc
-    raise ValueError(f"rules takes Rule objects or {{'name', 'pattern', 'replacement'?}} dicts, "
-                     f"got {type(spec).__name__}")
+            raise InvalidArgument(f"a rule dict needs 'name' and 'pattern', got {dict(spec)}"
+                                  ) from exc
+    raise InvalidType(f"rules takes Rule objects or {{'name', 'pattern', 'replacement'?}} "
+                      f"dicts, got {type(spec).__name__}")
 
 
 class RegexFilter(RedactingGuard):
@@ -113,12 +114,14 @@ class RegexFilter(RedactingGuard):
                  id: str = "regex-filter") -> None:
         super().__init__(id, phase=phase)
         if strategy not in ("block", "redact", "warn"):
-            raise ValueError(f"strategy must be 'block', 'redact' or 'warn', got {strategy!r}")
+            raise InvalidArgument(f"strategy must be 'block', 'redact' or 'warn', got "
+                                  f"{strategy!r}")
         collected = [_rule(r) for r in rules]
         for preset in [presets] if isinstance(presets, str) else list(presets):
             collected.extend(preset_rules(preset))
         if not collected:
-            raise ValueError("RegexFilter needs at least one rule (rules=... or presets=...)")
+            raise InvalidArgument(f"RegexFilter needs at least one rule (rules=... or "
+                                  f"presets=...); got rules={rules!r}, presets={presets!r}")
         self.rules = collected
         self.strategy = strategy
         self.include_redacted_values = include_redacted_values

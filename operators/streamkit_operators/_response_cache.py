@@ -38,6 +38,7 @@ from typing import Any, Callable
 
 from streamkit import MessageList, Processor
 from streamkit.chunks import coerce_chunk
+from streamkit.errors import InvalidArgument, InvalidType
 from streamkit.wire import to_builtins
 
 from ._aio import call_maybe_async
@@ -80,7 +81,7 @@ class InMemoryCache:
     def __init__(self, *, max_entries: int | None = 1024,
                  clock: Callable[[], float] = time.time) -> None:
         if max_entries is not None and max_entries < 1:
-            raise ValueError(f"max_entries must be >= 1 or None, got {max_entries}")
+            raise InvalidArgument(f"max_entries must be >= 1 or None, got {max_entries}")
         self.max_entries = max_entries
         self.clock = clock
         self._data: OrderedDict[str, tuple[float | None, str]] = OrderedDict()
@@ -152,7 +153,8 @@ class SQLiteCache:
     def __init__(self, path: str | Path, *, table: str = "response_cache",
                  clock: Callable[[], float] = time.time, timeout: float = 5.0) -> None:
         if not _IDENT.match(table):
-            raise ValueError(f"table must be an SQL identifier, got {table!r}")
+            raise InvalidArgument(f"table must be an SQL identifier (letters, digits, _), "
+                                  f"got {table!r}")
         self.path = str(path)
         self.table = table
         self.clock = clock
@@ -279,10 +281,10 @@ class ResponseCache(Processor):
         cache = InMemoryCache() if cache is None else cache
         for method in ("get", "set", "delete"):
             if not callable(getattr(cache, method, None)):
-                raise TypeError(f"cache must have get/set/delete methods; "
-                                f"{type(cache).__name__} has no {method}()")
+                raise InvalidType(f"cache must have get/set/delete methods; "
+                                  f"{type(cache).__name__} has no {method}()")
         if ttl is not None and ttl <= 0:
-            raise ValueError(f"ttl must be > 0 seconds or None, got {ttl}")
+            raise InvalidArgument(f"ttl must be > 0 seconds or None, got {ttl}")
         self.cache = cache
         self.key = key
         self.ttl = ttl
@@ -345,8 +347,11 @@ class ResponseCache(Processor):
             prefix += ":" + hashlib.sha256(str(scope).encode()).hexdigest()[:8]
         if key is not None:
             custom = key(inputs) if callable(key) else key
-            if not isinstance(custom, str) or not custom:
-                raise ValueError(f"the cache key must be a non-empty str, got {custom!r}")
+            if not isinstance(custom, str):
+                raise InvalidType(f"the cache key (key=) must be a non-empty str, got "
+                                  f"{type(custom).__name__} {custom!r}")
+            if not custom:
+                raise InvalidArgument("the cache key (key=) must be a non-empty str, got ''")
             return f"{prefix}:{custom}"
         material = {k: inputs.get(k) for k in ("prompt", "model", "tools", "tool_choice",
                                                 "model_settings", "scope")}

@@ -21,10 +21,11 @@ import msgspec
 
 from streamkit import AgentResult, MessageList, Processor
 from streamkit.chunks import ObjectResult
+from streamkit.errors import InvalidArgument
 from streamkit.tools import json_schema
 
 from ._aio import call_maybe_async
-from ._model_check import ask_json, check_choice, on_check_failure
+from ._model_check import ModelAnswerError, ask_json, check_choice, on_check_failure
 
 __all__ = ["StructuredOutput"]
 
@@ -87,7 +88,8 @@ class StructuredOutput(Processor):
                  model_settings: dict[str, Any] | None = None, id: str | None = None) -> None:
         super().__init__(id)
         if model is None:
-            raise ValueError("StructuredOutput needs model= (the structuring model)")
+            raise InvalidArgument("StructuredOutput needs model= (the structuring model, such "
+                                  "as 'openai/gpt-4o-mini'); got model=None")
         self.schema = schema
         self.json_schema = _json_schema(schema)
         self.model = model
@@ -101,19 +103,19 @@ class StructuredOutput(Processor):
         """``raw`` (parsed JSON) as the schema's type, or checked against a dict schema.
 
         Raises:
-            ValueError: the value does not match.
+            ModelAnswerError: the value does not match (also a ``ValueError``).
         """
         if not isinstance(self.schema, dict):
             try:
                 return msgspec.convert(raw, type=self.schema, strict=False)
             except msgspec.ValidationError as exc:
-                raise ValueError(f"the answer does not match the schema: {exc}") from exc
+                raise ModelAnswerError(f"the answer does not match the schema: {exc}") from exc
         if self.json_schema.get("type") == "object":
             if not isinstance(raw, dict):
-                raise ValueError(f"expected a JSON object, got {type(raw).__name__}")
+                raise ModelAnswerError(f"expected a JSON object, got {type(raw).__name__}")
             missing = [k for k in self.json_schema.get("required", ()) if k not in raw]
             if missing:
-                raise ValueError(f"the answer lacks required key(s) {missing}")
+                raise ModelAnswerError(f"the answer lacks required key(s) {missing}")
         return raw
 
     def process_output_stream(self, part: Any, state: dict[str, Any]) -> Any:
@@ -129,7 +131,7 @@ class StructuredOutput(Processor):
         fallback = False
         try:
             if not text.strip():
-                raise ValueError("the step produced no text to structure")
+                raise ModelAnswerError("the step produced no text to structure")
             raw = await ask_json(self.model, text, instructions=self.instructions,
                                  schema=self.json_schema, model_settings=self.model_settings)
             obj = self.convert(raw)

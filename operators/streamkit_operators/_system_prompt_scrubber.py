@@ -25,9 +25,11 @@ from typing import Any, Iterable
 
 from streamkit import Message, MessageList, Processor, get_text
 from streamkit.chunks import TextDelta
+from streamkit.errors import InvalidArgument
 from streamkit.messages import TextPart
 
-from ._model_check import ERROR_STRATEGIES, ask_json, check_choice, on_check_failure
+from ._model_check import (ERROR_STRATEGIES, ModelAnswerError, ask_json, check_choice,
+                           on_check_failure)
 
 __all__ = ["SystemPromptScrubber"]
 
@@ -104,9 +106,11 @@ class SystemPromptScrubber(Processor):
                  id: str | None = None) -> None:
         super().__init__(id)
         if model is None:
-            raise ValueError("SystemPromptScrubber requires a model for detection")
+            raise InvalidArgument("SystemPromptScrubber requires a model for detection (a "
+                                  "model id such as 'openai/gpt-4o-mini' or a Model); got "
+                                  "model=None")
         if buffer_size < 1:
-            raise ValueError(f"buffer_size must be >= 1, got {buffer_size}")
+            raise InvalidArgument(f"buffer_size must be >= 1 (characters), got {buffer_size}")
         self.model = model
         self.strategy = check_choice("strategy", strategy, STRATEGIES)
         self.redaction_method = check_choice("redaction_method", redaction_method,
@@ -150,7 +154,8 @@ class SystemPromptScrubber(Processor):
                             f"{system_prompt}\n>>>"
         answer = await ask_json(self.model, text, instructions=instructions, schema=_SCHEMA)
         if not isinstance(answer, dict):
-            raise ValueError(f"the detector answered {type(answer).__name__}, not an object")
+            raise ModelAnswerError(f"the detector answered {type(answer).__name__}, not an "
+                                   f"object")
         detections = [d for d in answer.get("detections") or () if isinstance(d, dict)
                       and isinstance(d.get("value"), str) and d["value"]]
         return {"detections": detections + self._local(text),

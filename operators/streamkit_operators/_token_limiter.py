@@ -29,6 +29,7 @@ import msgspec
 
 from streamkit import MessageList, Processor, TripWire
 from streamkit.chunks import DataChunk, ObjectChunk, TextDelta
+from streamkit.errors import InvalidArgument, InvalidType
 from streamkit.tokens import TokenCounter, get_counter
 
 from ._model_check import check_choice
@@ -112,15 +113,18 @@ class TokenLimiter(Processor):
                  on_memory_trim: Callable[[dict[str, Any]], Any] | None = None,
                  phase: str = "all", id: str | None = None) -> None:
         super().__init__(id)
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
-            raise ValueError(f"limit must be a positive int (tokens), got {limit!r}")
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise InvalidType(f"limit must be a positive int (tokens), got "
+                              f"{type(limit).__name__} {limit!r}")
+        if limit <= 0:
+            raise InvalidArgument(f"limit must be a positive int (tokens), got {limit!r}")
         self.limit = limit
         self.strategy = check_choice("strategy", strategy, STRATEGIES)
         self.count_mode = check_choice("count_mode", count_mode, COUNT_MODES)
         self.trim_mode = check_choice("trim_mode", trim_mode, TRIM_MODES)
         if at_max_remove_tokens is not None and not 0 <= at_max_remove_tokens < limit:
-            raise ValueError(f"at_max_remove_tokens must be in [0, limit), got "
-                             f"{at_max_remove_tokens}")
+            raise InvalidArgument(f"at_max_remove_tokens must be in [0, limit={limit}), got "
+                                  f"{at_max_remove_tokens}")
         self.at_max_remove_tokens = limit // 4 if at_max_remove_tokens is None \
             else at_max_remove_tokens
         self.counter = counter

@@ -12,6 +12,7 @@ from typing import Any, Iterable
 import msgspec
 
 from streamkit import Processor
+from streamkit.errors import InvalidArgument, InvalidType
 from streamkit.tokens import get_counter
 
 __all__ = ["ToolCallFilter"]
@@ -67,10 +68,11 @@ class ToolCallFilter(Processor):
                  preserve_model_output: bool = False, id: str | None = None) -> None:
         super().__init__(id)
         if isinstance(exclude, str):
-            raise TypeError("exclude takes a list of tool names, not a single string")
+            raise InvalidType(f"exclude takes a list of tool names, not a single string; "
+                              f"got {exclude!r} (did you mean [{exclude!r}]?)")
         if filter_after_tool_steps is not None and filter_after_tool_steps < 0:
-            raise ValueError(f"filter_after_tool_steps must be >= 0, got "
-                             f"{filter_after_tool_steps}")
+            raise InvalidArgument(f"filter_after_tool_steps must be >= 0 or None, got "
+                                  f"{filter_after_tool_steps}")
         self.exclude = None if exclude is None else frozenset(exclude)
         self.filter_after_tool_steps = filter_after_tool_steps
         self.preserve_model_output = preserve_model_output

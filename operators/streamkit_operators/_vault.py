@@ -34,6 +34,7 @@ from typing import Any, Iterable, Sequence
 import regex
 
 from streamkit import ProcessorError
+from streamkit.errors import InvalidArgument
 
 from ._holdback import HoldbackGuard
 from ._redact import Commit, Rule, map_strings, merge_regions, replace_regions
@@ -132,11 +133,18 @@ class PlaceholderVault:
                 vault._tokens[item["token"]] = entry
                 label = _TOKEN.fullmatch(item["token"])
                 if label is None:
-                    raise ValueError(f"not a placeholder: {item['token']!r}")
+                    raise InvalidArgument(f"not a PlaceholderVault snapshot: "
+                                          f"{item['token']!r} is not a placeholder")
                 vault._by_value[(label.group(1), entry.value)] = item["token"]
             vault._counts = {str(k): int(v) for k, v in data["counts"].items()}
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"not a PlaceholderVault snapshot: {exc}") from exc
+        except InvalidArgument:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            # A missing key, a wrong container or a count that is not a number: all the same to
+            # the caller, who handed us something that did not come from to_dict().
+            raise InvalidArgument(f"not a PlaceholderVault snapshot (expected to_dict()'s "
+                                  f"{{'entries', 'counts'}}): {type(exc).__name__}: {exc}"
+                                  ) from exc
         return vault
 
     @classmethod

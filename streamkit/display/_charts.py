@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ..errors import InvalidArgument
 from ._html import esc, fmt_ms
 
 __all__ = ["trace_timeline_svg", "bar_chart_svg", "HOOK_ORDER"]
@@ -170,7 +171,8 @@ def bar_chart_svg(labels: Sequence[str], values: Sequence[float], *, title: str 
         >>> display.bar_chart(["0", "4", "16"], [1.2e6, 8e5, 3e5], unit="chunks/s")
     """
     if len(labels) != len(values):
-        raise ValueError(f"bar chart: {len(labels)} labels but {len(values)} values")
+        raise InvalidArgument(f"bar chart: {len(labels)} labels but {len(values)} values; "
+                              f"give one value per label")
     top = 30.0 if title else 10.0
     row_h = 24.0
     label_w = max([len(str(s)) for s in labels] + [1]) * 6.7 + 16

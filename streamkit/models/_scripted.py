@@ -18,7 +18,7 @@ from ..chunks import (Stamper, TextDeltaPayload, Finish, FinishPayload, Reasonin
                       StepOutputPayload, StepResultPayload, TextDelta, TextEnd, TextStart,
                       ToolCall, ToolCallDelta, ToolCallInputStreamingEnd,
                       ToolCallInputStreamingStart, UsagePayload)
-from ..errors import APICallError, ScriptExhausted, StreamkitError
+from ..errors import APICallError, InvalidType, ScriptExhausted, StreamkitError
 from ..tokens import get_counter
 from ._base import ModelRequest
 
@@ -56,7 +56,7 @@ def text(content: str, *, chunk_size: int | None = None) -> _Text:
     """A step that streams ``content`` as word deltas: ``"Hello world"`` → ``"Hello"``,
     ``" world"``. With ``chunk_size`` it streams fixed-size character slices instead."""
     if not isinstance(content, str):
-        raise TypeError(f"text() takes a str, got {type(content).__name__}")
+        raise InvalidType(f"text() takes a str, got {type(content).__name__}")
     return _Text(content, chunk_size)
 
 
@@ -238,7 +238,7 @@ class FunctionModel:
     def __init__(self, fn: Callable[[ModelRequest], Any], *, model_id: str = "function-model"
                  ) -> None:
         if not callable(fn):
-            raise TypeError(f"FunctionModel takes a function, got {type(fn).__name__}")
+            raise InvalidType(f"FunctionModel takes a function, got {type(fn).__name__}")
         self.fn = fn
         self.model_id = model_id
         self.requests: list[RecordedRequest] = []

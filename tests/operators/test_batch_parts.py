@@ -8,6 +8,7 @@ import pytest
 
 from streamkit import Agent, get_text, ops, tool
 from streamkit.chunks import TextDelta, ToolCall
+from streamkit.errors import InvalidArgument
 from streamkit.testing import ScriptedModel, text, tool_call
 from streamkit_operators import BatchParts
 
@@ -89,7 +90,7 @@ def test_merge_keeps_ids_apart_and_flush_drains() -> None:
 
 
 def test_options_are_checked() -> None:
-    with pytest.raises(ValueError, match="batch_size"):
+    with pytest.raises(InvalidArgument, match="batch_size"):
         BatchParts(0)
-    with pytest.raises(ValueError, match="max_wait_time"):
+    with pytest.raises(InvalidArgument, match="max_wait_time"):
         BatchParts(max_wait_time=0)

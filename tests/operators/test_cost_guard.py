@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from streamkit import Agent, Violation, tool
+from streamkit.errors import InvalidArgument
 from streamkit.testing import ScriptedModel, reasoning, text, tool_call
 from streamkit_operators import (CostGuard, InMemoryUsageStore, Price, ResponseCache,
                                  SQLiteUsageStore)
@@ -171,16 +172,16 @@ async def test_cached_steps_cost_nothing() -> None:
 
 
 def test_options_are_checked() -> None:
-    with pytest.raises(ValueError, match="max_tokens"):
+    with pytest.raises(InvalidArgument, match="max_tokens"):
         CostGuard()
-    with pytest.raises(ValueError, match="pricing"):
+    with pytest.raises(InvalidArgument, match="pricing"):
         CostGuard(max_cost=1.0)
-    with pytest.raises(ValueError, match="scope"):
+    with pytest.raises(InvalidArgument, match="scope"):
         CostGuard(max_tokens=1, scope="user")
-    with pytest.raises(ValueError, match="window"):
+    with pytest.raises(InvalidArgument, match="window"):
         CostGuard(max_tokens=1, window="2w")
-    with pytest.raises(ValueError, match="strategy"):
+    with pytest.raises(InvalidArgument, match="strategy"):
         CostGuard(max_tokens=1, strategy="deny")
-    with pytest.raises(ValueError, match="warn_at_percent"):
+    with pytest.raises(InvalidArgument, match="warn_at_percent"):
         CostGuard(max_tokens=1, warn_at_percent=150)
     assert Price(0.15, 0.60).cost(1_000_000, 1_000_000) == pytest.approx(0.75)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from streamkit import Agent, Message
+from streamkit.errors import InvalidArgument
 from streamkit.testing import ScriptedModel, api_error, text
 from streamkit_operators import InjectionEvent, PromptInjectionDetector
 
@@ -143,11 +144,11 @@ async def test_failing_checker_under_warn_and_strict(failure: Any) -> None:
 
 
 def test_options_are_validated() -> None:
-    with pytest.raises(ValueError, match="requires a model"):
+    with pytest.raises(InvalidArgument, match="requires a model"):
         PromptInjectionDetector(model=None)
-    with pytest.raises(ValueError, match="strategy"):
+    with pytest.raises(InvalidArgument, match="strategy"):
         PromptInjectionDetector(model="x", strategy="redact")
-    with pytest.raises(ValueError, match="at least one detection type"):
+    with pytest.raises(InvalidArgument, match="at least one detection type"):
         PromptInjectionDetector(model="x", detection_types=[])
-    with pytest.raises(ValueError, match="threshold"):
+    with pytest.raises(InvalidArgument, match="threshold"):
         PromptInjectionDetector(model="x", threshold=-0.1)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from streamkit import Agent
+from streamkit.errors import InvalidArgument
 from streamkit.testing import ScriptedModel, api_error, text
 from streamkit_operators import LanguageDetector
 
@@ -122,9 +123,9 @@ async def test_failing_checker_under_warn_and_strict(failure: Any) -> None:
 
 
 def test_options_are_validated() -> None:
-    with pytest.raises(ValueError, match="requires a model"):
+    with pytest.raises(InvalidArgument, match="requires a model"):
         LanguageDetector(model=None, target_languages=["en"])
-    with pytest.raises(ValueError, match="target language"):
+    with pytest.raises(InvalidArgument, match="target language"):
         LanguageDetector(model="x", target_languages=[])
-    with pytest.raises(ValueError, match="strategy"):
+    with pytest.raises(InvalidArgument, match="strategy"):
         LanguageDetector(model="x", target_languages=["en"], strategy="filter")

@@ -11,6 +11,7 @@ import pytest
 
 from streamkit import Agent, ops
 from streamkit.chunks import TextDelta, TextEnd
+from streamkit.errors import InvalidArgument, InvalidType
 from streamkit.testing import ScriptedModel, text
 from streamkit_operators import (Buffering, ModerationProcessor, PIIDetector, RegexFilter,
                                  StreamGuard, format_report, latency_report)
@@ -60,11 +61,11 @@ def test_declarations_read_as_what_they_are() -> None:
                               Buffering.window(), Buffering.sentence(), Buffering.time(1.0),
                               Buffering.end_of_stream(), Buffering.end_of_stream(hold=False))
             ] == [False, True, True, True, True, True, False]
-    with pytest.raises(ValueError, match="overlap"):
+    with pytest.raises(InvalidArgument, match="overlap"):
         Buffering.window(tokens=4, overlap=4)
-    with pytest.raises(ValueError, match="seconds"):
+    with pytest.raises(InvalidArgument, match="seconds"):
         Buffering.time(0)
-    with pytest.raises(ValueError, match="kind"):
+    with pytest.raises(InvalidArgument, match="kind"):
         Buffering("batch")
 
 
@@ -180,7 +181,7 @@ async def test_an_audit_can_only_trip_after_the_text_was_shown(mode: str) -> Non
                         buffering=Buffering.end_of_stream(hold=False))
     out, _ = await run(guard)
     assert texts(out) == WORDS and out[-1].type == "tripwire"
-    with pytest.raises(ValueError, match="already streamed"):
+    with pytest.raises(InvalidArgument, match="already streamed"):
         StreamGuard(bool, buffering=Buffering.end_of_stream(hold=False), strategy="filter")
 
 
@@ -210,11 +211,11 @@ async def test_check_errors_fail_closed_by_default_and_open_under_warn(mode: str
 
 
 def test_stream_guard_options() -> None:
-    with pytest.raises(TypeError, match="check function"):
+    with pytest.raises(InvalidType, match="check function"):
         StreamGuard("not callable")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="strategy"):
+    with pytest.raises(InvalidArgument, match="strategy"):
         StreamGuard(bool, strategy="redact")
-    with pytest.raises(ValueError, match="error_strategy"):
+    with pytest.raises(InvalidArgument, match="error_strategy"):
         StreamGuard(bool, error_strategy="ignore")
     assert StreamGuard(as_mode(bool, "async")).process_output_stream.__name__ == "_stream_async"
     assert StreamGuard(bool).process_output_stream.__name__ == "_stream_sync"

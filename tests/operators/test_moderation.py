@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from streamkit import Agent
+from streamkit.errors import InvalidArgument
 from streamkit.testing import FunctionModel, ScriptedModel, api_error, text
 from streamkit_operators import Buffering, ModerationProcessor
 
@@ -139,17 +140,17 @@ def test_phase_decides_which_hooks_exist() -> None:
 
 
 def test_options_are_validated() -> None:
-    with pytest.raises(ValueError, match="phase"):
+    with pytest.raises(InvalidArgument, match="phase"):
         ModerationProcessor(model="x", phase="stream")
-    with pytest.raises(ValueError, match="requires a model"):
+    with pytest.raises(InvalidArgument, match="requires a model"):
         ModerationProcessor(model=None)
-    with pytest.raises(ValueError, match="strategy"):
+    with pytest.raises(InvalidArgument, match="strategy"):
         ModerationProcessor(model="x", strategy="redact")
-    with pytest.raises(ValueError, match="error_strategy"):
+    with pytest.raises(InvalidArgument, match="error_strategy"):
         ModerationProcessor(model="x", error_strategy="ignore")
-    with pytest.raises(ValueError, match="threshold"):
+    with pytest.raises(InvalidArgument, match="threshold"):
         ModerationProcessor(model="x", threshold=2)
-    with pytest.raises(ValueError, match="holdback"):
+    with pytest.raises(InvalidArgument, match="holdback"):
         ModerationProcessor(model="x", buffering=Buffering.holdback())
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from streamkit import Agent, ProcessorError, ops, tool
 from streamkit.chunks import TextDelta, TextEnd, TextStart
+from streamkit.errors import InvalidArgument
 from streamkit.memory import Memory, SQLiteStore
 from streamkit.testing import ScriptedModel, reasoning, text, tool_call
 from streamkit_operators import (PII_TYPES, Detection, HoldbackScanner, PIIDetector,
@@ -136,17 +137,17 @@ async def test_overlapping_detections_union_and_the_longest_owner_decides() -> N
 
 
 def test_options_are_validated() -> None:
-    with pytest.raises(ValueError, match="needs a model"):
+    with pytest.raises(InvalidArgument, match="needs a model"):
         PIIDetector(detection_types=["name"])
-    with pytest.raises(ValueError, match="unknown PII type"):
+    with pytest.raises(InvalidArgument, match="unknown PII type"):
         PIIDetector(detection_types=["emails"])
-    with pytest.raises(ValueError, match="strategy"):
+    with pytest.raises(InvalidArgument, match="strategy"):
         PIIDetector(strategy="mask")
-    with pytest.raises(ValueError, match="redaction_method"):
+    with pytest.raises(InvalidArgument, match="redaction_method"):
         PIIDetector(redaction_method="blur")
-    with pytest.raises(ValueError, match="empty string"):
+    with pytest.raises(InvalidArgument, match="empty string"):
         PIIDetector(custom_patterns={"x": r"\d*"})
-    with pytest.raises(ValueError, match="at least one"):
+    with pytest.raises(InvalidArgument, match="at least one"):
         PIIDetector(detection_types=[])
 
 
@@ -463,5 +464,5 @@ def test_vault_snapshot_round_trip() -> None:
         "a": ["ada@example.com", "<CREDIT_CARD_1>"]}
     assert copy.restore("<CREDIT_CARD_1>", origins=None) == "4111"
     assert copy.placeholder("bob@example.com", "email") == "<EMAIL_2>"
-    with pytest.raises(ValueError, match="snapshot"):
+    with pytest.raises(InvalidArgument, match="snapshot"):
         PlaceholderVault.from_dict({"entries": [{"token": "<X_1>"}]})

@@ -11,6 +11,7 @@ import pytest
 
 from streamkit import Agent, ProcessorDefinitionError, ops, tool
 from streamkit.chunks import TextDelta, TextEnd
+from streamkit.errors import InvalidArgument
 from streamkit.testing import ScriptedModel, text, tool_call
 from streamkit_operators import Detection, HoldbackScanner, RegexFilter, Rule, find_all
 
@@ -100,11 +101,11 @@ def test_scanner_commits_everything_and_only_what_is_final() -> None:
 
 
 def test_rule_validation() -> None:
-    with pytest.raises(ValueError, match="empty string"):
+    with pytest.raises(InvalidArgument, match="empty string"):
         Rule("x", r"a?")
-    with pytest.raises(ValueError, match="invalid pattern"):
+    with pytest.raises(InvalidArgument, match="invalid pattern"):
         Rule("x", r"(")
-    with pytest.raises(ValueError, match="non-empty name"):
+    with pytest.raises(InvalidArgument, match="non-empty name"):
         Rule("", r"a")
     assert Rule("x", re.compile("abc", re.I)).pattern.match("ABC")
 
@@ -113,15 +114,15 @@ def test_rule_validation() -> None:
 
 
 def test_needs_at_least_one_rule_and_valid_options() -> None:
-    with pytest.raises(ValueError, match="at least one rule"):
+    with pytest.raises(InvalidArgument, match="at least one rule"):
         RegexFilter()
-    with pytest.raises(ValueError, match="unknown preset"):
+    with pytest.raises(InvalidArgument, match="unknown preset"):
         RegexFilter(presets="phones")
-    with pytest.raises(ValueError, match="strategy"):
+    with pytest.raises(InvalidArgument, match="strategy"):
         RegexFilter(presets="pii", strategy="filter")
-    with pytest.raises(ValueError, match="phase"):
+    with pytest.raises(InvalidArgument, match="phase"):
         RegexFilter(presets="pii", phase="stream")
-    with pytest.raises(ValueError, match="'name' and 'pattern'"):
+    with pytest.raises(InvalidArgument, match="'name' and 'pattern'"):
         RegexFilter(rules=[{"pattern": "x"}])
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from streamkit import Agent, APICallError, Processor, tool
 from streamkit.chunks import ErrorChunk, TextDelta, TripwireChunk
+from streamkit.errors import InvalidArgument, InvalidType
 from streamkit.testing import ScriptedModel, api_error, text, tool_call
 from streamkit_operators import InMemoryCache, ResponseCache, SQLiteCache
 
@@ -330,12 +331,12 @@ def test_sqlite_cache_purges_expired_rows(tmp_path: Path) -> None:
     cache.clear()
     assert len(cache) == 0
     cache.close()
-    with pytest.raises(ValueError, match="identifier"):
+    with pytest.raises(InvalidArgument, match="identifier"):
         SQLiteCache(tmp_path / "c.db", table="x; DROP TABLE y")
 
 
 def test_options_are_checked() -> None:
-    with pytest.raises(TypeError, match="get/set/delete"):
+    with pytest.raises(InvalidType, match="get/set/delete"):
         ResponseCache(object())
-    with pytest.raises(ValueError, match="ttl"):
+    with pytest.raises(InvalidArgument, match="ttl"):
         ResponseCache(ttl=0)

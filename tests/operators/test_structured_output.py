@@ -10,6 +10,7 @@ import msgspec
 import pytest
 
 from streamkit import Agent, tool
+from streamkit.errors import InvalidArgument
 from streamkit.memory import Memory, SQLiteStore
 from streamkit.testing import ScriptedModel, api_error, text, tool_call
 from streamkit_operators import StructuredOutput
@@ -134,9 +135,9 @@ async def test_empty_answer_is_a_failure() -> None:
 
 
 def test_options_are_checked() -> None:
-    with pytest.raises(ValueError, match="model="):
+    with pytest.raises(InvalidArgument, match="model="):
         StructuredOutput(Weather, model=None)
-    with pytest.raises(ValueError, match="error_strategy"):
+    with pytest.raises(InvalidArgument, match="error_strategy"):
         StructuredOutput(Weather, model=ScriptedModel([]), error_strategy="ignore")
     custom = StructuredOutput(SCHEMA, model=ScriptedModel([]), instructions="Schema: {schema}")
     assert custom.instructions.startswith("Schema: {") and '"city"' in custom.instructions

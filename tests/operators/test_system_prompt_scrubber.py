@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from streamkit import Agent, get_text
+from streamkit.errors import InvalidArgument
 from streamkit.testing import FunctionModel, ScriptedModel, api_error, text
 from streamkit_operators import SystemPromptScrubber
 
@@ -139,9 +140,9 @@ async def test_result_mode_checks_final_messages_once() -> None:
 
 
 def test_options_are_checked() -> None:
-    with pytest.raises(ValueError, match="requires a model"):
+    with pytest.raises(InvalidArgument, match="requires a model"):
         SystemPromptScrubber(model=None)
     for bad in ({"strategy": "hide"}, {"redaction_method": "blur"},
                 {"error_strategy": "loud"}, {"buffer_size": 0}):
-        with pytest.raises(ValueError):
+        with pytest.raises(InvalidArgument):
             SystemPromptScrubber(model=ScriptedModel([]), **bad)  # type: ignore[arg-type]

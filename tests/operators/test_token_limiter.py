@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from streamkit import Agent, Message, get_text, tool
+from streamkit.errors import InvalidArgument, InvalidType
 from streamkit.memory import Memory, SQLiteStore
 from streamkit.messages import ToolInvocationPart
 from streamkit.testing import ScriptedModel, text, tool_call
@@ -216,16 +217,19 @@ def test_phase_decides_which_hooks_exist(caplog: pytest.LogCaptureFixture) -> No
     assert not hasattr(TokenLimiter(10, phase="output"), "process_llm_request")
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    pytest.param({"limit": 0}, "positive int", id="zero"),
-    pytest.param({"limit": True}, "positive int", id="bool"),
-    pytest.param({"limit": 10, "strategy": "drop"}, "strategy", id="strategy"),
-    pytest.param({"limit": 10, "count_mode": "words"}, "count_mode", id="count-mode"),
-    pytest.param({"limit": 10, "trim_mode": "oldest"}, "trim_mode", id="trim-mode"),
-    pytest.param({"limit": 10, "at_max_remove_tokens": 10}, "at_max_remove_tokens",
-                 id="headroom"),
-    pytest.param({"limit": 10, "phase": "both"}, "phase", id="phase"),
+@pytest.mark.parametrize("kwargs, error, match", [
+    pytest.param({"limit": 0}, InvalidArgument, "positive int", id="zero"),
+    pytest.param({"limit": True}, InvalidType, "positive int", id="bool"),
+    pytest.param({"limit": 10, "strategy": "drop"}, InvalidArgument, "strategy", id="strategy"),
+    pytest.param({"limit": 10, "count_mode": "words"}, InvalidArgument, "count_mode",
+                 id="count-mode"),
+    pytest.param({"limit": 10, "trim_mode": "oldest"}, InvalidArgument, "trim_mode",
+                 id="trim-mode"),
+    pytest.param({"limit": 10, "at_max_remove_tokens": 10}, InvalidArgument,
+                 "at_max_remove_tokens", id="headroom"),
+    pytest.param({"limit": 10, "phase": "both"}, InvalidArgument, "phase", id="phase"),
 ])
-def test_options_are_checked(kwargs: dict[str, Any], match: str) -> None:
-    with pytest.raises(ValueError, match=match):
+def test_options_are_checked(kwargs: dict[str, Any], error: type[Exception],
+                             match: str) -> None:
+    with pytest.raises(error, match=match):
         TokenLimiter(**kwargs)

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from streamkit import Agent, Message, tool
+from streamkit.errors import InvalidArgument, InvalidType
 from streamkit.memory import Memory, SQLiteStore
 from streamkit.messages import TextPart, ToolInvocationPart
 from streamkit.testing import ScriptedModel, text, tool_call
@@ -110,7 +111,7 @@ async def test_stored_history_keeps_every_tool_call(tmp_path: Path) -> None:
 
 
 def test_options_are_checked() -> None:
-    with pytest.raises(TypeError, match="list of tool names"):
+    with pytest.raises(InvalidType, match="list of tool names"):
         ToolCallFilter(exclude="search")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match=">= 0"):
+    with pytest.raises(InvalidArgument, match=">= 0"):
         ToolCallFilter(filter_after_tool_steps=-1)
