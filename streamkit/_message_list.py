@@ -19,7 +19,7 @@ from msgspec import UNSET
 
 from streamkit._message_formats import to_core, to_ui
 from streamkit.errors import MessageError, ProcessorError
-from streamkit.messages import (
+from streamkit._message_model import (
     _MS,
     Message,
     StepStartPart,
@@ -34,8 +34,7 @@ from streamkit.messages import (
     to_part,
 )
 
-__all__ = ["MessageList", "MessageView", "MessageListCheckpoint", "SystemSnapshot", "Source",
-           "to_core", "to_ui"]  # to_core/to_ui re-exported from _message_formats
+__all__ = ["MessageList", "MessageView", "MessageListCheckpoint", "SystemSnapshot", "Source"]
 
 Source: TypeAlias = Literal["input", "response", "memory", "system", "context", "user"]
 
