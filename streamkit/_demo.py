@@ -15,6 +15,7 @@ import sys
 from typing import Any, TextIO
 
 from .agent import Agent
+from .messages import ToolInvocationPart
 from .processors import Processor
 from .testing import ScriptedModel, reasoning, text, tool_call
 from .tools import tool
@@ -57,8 +58,6 @@ class RedactToolPII(Processor):
 
     def process_tool_result(self, tool_call_id: str, tool_name: str, args: Any, result: Any,
                             message_list: Any, state: dict[str, Any]) -> None:
-        from .messages import ToolInvocationPart
-
         clean = _redact(result)
         state["redacted"] = state.get("redacted", 0) + (clean != result)
         message_list.update_tool_invocation(

@@ -216,6 +216,8 @@ def _item_html(item: _Item) -> str:
 
 def _ipython_handle(initial: _Snapshot) -> DisplayHandle | None:
     """A display handle when running inside a Jupyter kernel, else ``None``."""
+    # IPython is optional (not a dependency of streamkit): imported here, where its absence
+    # just means "no kernel", rather than at module top where it would break the import.
     try:
         from IPython import get_ipython
     except ImportError:

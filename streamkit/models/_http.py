@@ -23,6 +23,7 @@ True
 from __future__ import annotations
 
 import asyncio
+import base64
 import email.utils
 import random
 import weakref
@@ -91,8 +92,6 @@ def split_media(data: Any, mime_type: str | None) -> tuple[str, str, str | None]
         ('base64', 'aGk=', 'text/plain')
     """
     if isinstance(data, (bytes, bytearray, memoryview)):
-        import base64
-
         return "base64", base64.b64encode(bytes(data)).decode("ascii"), mime_type
     text = str(data)
     if text.startswith(("http://", "https://")):
