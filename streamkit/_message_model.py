@@ -281,11 +281,12 @@ class DataPart(_PartBase):
 
 Part: TypeAlias = Union[TextPart, ReasoningPart, ToolInvocationPart, FilePart, ImagePart,
                         SourcePart, SourceDocumentPart, StepStartPart, ErrorPart, DataPart]
-_TAGGED_PARTS: dict[str, type[_PartBase]] = {
-    cls.type: cls for cls in (TextPart, ReasoningPart, ToolInvocationPart, FilePart, ImagePart,
-                              SourcePart, SourceDocumentPart, StepStartPart, ErrorPart)
+# Spelled out (not built from _TAGGED_PARTS) so isinstance(x, _PART_CLASSES) narrows to Part.
+_PART_CLASSES = (TextPart, ReasoningPart, ToolInvocationPart, FilePart, ImagePart, SourcePart,
+                 SourceDocumentPart, StepStartPart, ErrorPart, DataPart)
+_TAGGED_PARTS: dict[str, type[Part]] = {
+    cls.type: cls for cls in _PART_CLASSES if cls is not DataPart
 }
-_PART_CLASSES: tuple[type, ...] = (*_TAGGED_PARTS.values(), DataPart)
 
 
 def to_part(value: Part | Mapping[str, Any] | str) -> Part:
@@ -301,7 +302,7 @@ def to_part(value: Part | Mapping[str, Any] | str) -> Part:
         TextPart(text='hi')
     """
     if isinstance(value, _PART_CLASSES):
-        return value  # type: ignore[return-value]
+        return value
     if isinstance(value, str):
         return TextPart(value)
     if not isinstance(value, Mapping):
@@ -309,14 +310,14 @@ def to_part(value: Part | Mapping[str, Any] | str) -> Part:
                            f"got {type(value).__name__}")
     kind = value.get("type")
     if isinstance(kind, str) and kind.startswith("data-"):
-        cls: type[_PartBase] = DataPart
+        cls: type[Part] = DataPart
     elif kind in _TAGGED_PARTS:
         cls = _TAGGED_PARTS[kind]
     else:
         raise MessageError(f"unknown message part type {kind!r}; expected one of "
                            f"{', '.join(sorted(_TAGGED_PARTS))} or 'data-*'")
     try:
-        return msgspec.convert(value, cls)  # type: ignore[return-value]
+        return msgspec.convert(value, cls)
     except msgspec.ValidationError as exc:
         raise MessageError(f"invalid {kind!r} part: {exc}") from exc
 
@@ -612,7 +613,7 @@ def _core_tool_result(item: Mapping[str, Any]) -> ToolInvocationPart:
 def _core_part(item: Any) -> Part:
     """One part of a provider-shaped ("core") content list → a stored part."""
     if isinstance(item, (str, *_PART_CLASSES)):
-        return to_part(item)  # type: ignore[arg-type]
+        return to_part(item)
     if not isinstance(item, Mapping):
         raise MessageError(f"a content part must be a dict, a part or a str, "
                            f"got {type(item).__name__}")
@@ -699,6 +700,7 @@ def to_message(value: Message | str | Mapping[str, Any], *, default_role: str = 
     if isinstance(value, Message):
         return value
     if isinstance(value, str):
+        # default_role is a plain str; Message.__post_init__ rejects one that is not a Role.
         return Message(role=default_role, content=MessageContent(  # type: ignore[arg-type]
             parts=[TextPart(value)], content=value))
     if isinstance(value, Mapping):

@@ -227,7 +227,9 @@ def _ipython_handle(initial: _Snapshot) -> DisplayHandle | None:
         return None
     from IPython.display import display
 
-    return display(initial, display_id=True)  # type: ignore[no-any-return]
+    # IPython's display() has no annotations; with display_id=True it returns a DisplayHandle.
+    handle: DisplayHandle = display(initial, display_id=True)  # type: ignore[no-untyped-call]
+    return handle
 
 
 async def live(stream: Any, *, handle: DisplayHandle | None = None, min_interval: float = 0.05,
