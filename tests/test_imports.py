@@ -13,7 +13,7 @@ Two checks read the source with ``ast`` (nothing is imported):
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from .conftest import REPO
@@ -40,7 +40,7 @@ FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
         "display is the presentation layer above the runtime (it imports ops and processors); "
         "Graph reaches it only when Jupyter asks for HTML, so the generic graph stays below it",
     ("streamkit/models/_base.py", "streamkit.models._router"):
-        "heavy: the router imports the HTTP providers and httpx (~80 ms); only a router id "
+        "heavy: the router imports the HTTP providers and httpx (a slow import); only a router id "
         "string needs them",
     ("streamkit/tokens.py", "tiktoken"):
         "heavy: `import streamkit` imports tokens; tiktoken's native extension loads on first "
@@ -101,13 +101,27 @@ def _load_time_imports(body: list[ast.stmt]) -> Iterator[ast.Import | ast.Import
             yield from _load_time_imports(stmt.body)
 
 
-def _function_imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Import statements anywhere inside a function or method body."""
+def _function_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """Import statements anywhere inside a function or method body, in source order."""
+    found: dict[int, ast.Import | ast.ImportFrom] = {}
     for func in ast.walk(tree):
         if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             for node in ast.walk(func):
                 if isinstance(node, (ast.Import, ast.ImportFrom)):
-                    yield node
+                    found[id(node)] = node  # a nested function is walked twice: count it once
+    return sorted(found.values(), key=lambda node: node.lineno)
+
+
+def _targets(module: str, is_package: bool, node: ast.Import | ast.ImportFrom,
+             modules: Iterable[str]) -> list[str]:
+    """The modules an import statement loads by name: ``from pkg import mod`` names the
+    submodule ``pkg.mod``; ``from pkg import name`` names ``pkg``."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    base = _resolve(module, is_package, node)
+    known = set(modules)
+    return [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
+            for alias in node.names]
 
 
 def import_graph(package: str) -> dict[str, set[str]]:
@@ -116,15 +130,8 @@ def import_graph(package: str) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         tree = ast.parse(path.read_text(), filename=str(path))
-        targets: set[str] = set()
-        for node in _load_time_imports(tree.body):
-            if isinstance(node, ast.Import):
-                targets.update(alias.name for alias in node.names)
-                continue
-            base = _resolve(name, path.name == "__init__.py", node)
-            targets.add(base)
-            # ``from pkg import mod`` imports the submodule ``pkg.mod`` too.
-            targets.update(f"{base}.{alias.name}" for alias in node.names)
+        targets = {target for node in _load_time_imports(tree.body)
+                   for target in _targets(name, path.name == "__init__.py", node, modules)}
         graph[name] = {t for t in targets if t in modules and t != name}
     return graph
 
@@ -163,17 +170,17 @@ def test_find_cycle_reports_the_loop() -> None:
     assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
 
 
-def test_graph_sees_relative_and_conditional_imports(tmp_path: Path, monkeypatch: object) -> None:
+def test_graph_sees_relative_and_conditional_imports() -> None:
     tree = ast.parse("from typing import TYPE_CHECKING\n"
                      "from . import b\n"
                      "if TYPE_CHECKING:\n    from .c import C\n"
                      "try:\n    from .d import D\nexcept ImportError:\n    pass\n"
                      "def f():\n    from .e import E\n")
     imports = list(_load_time_imports(tree.body))
-    node = imports[1]
-    assert isinstance(node, ast.ImportFrom)
-    assert _resolve("pkg.a", False, node) == "pkg"
     assert [getattr(n, "module", None) for n in imports] == ["typing", None, "d"]
+    assert _targets("pkg.a", False, imports[1], ["pkg", "pkg.b"]) == ["pkg.b"]
+    assert _targets("pkg.a", False, imports[1], ["pkg"]) == ["pkg"]
+    assert _targets("pkg", True, imports[2], ["pkg.d"]) == ["pkg.d"]
     assert [getattr(n, "module", None) for n in _function_imports(tree)] == ["e"]
 
 
@@ -197,16 +204,9 @@ def test_imports_inside_functions_are_allowlisted() -> None:
             if _is_engine(path):
                 continue
             tree = ast.parse(path.read_text(), filename=str(path))
+            rel = path.relative_to(REPO).as_posix()
             for node in _function_imports(tree):
-                rel = path.relative_to(REPO).as_posix()
-                if isinstance(node, ast.Import):
-                    targets = [alias.name for alias in node.names]
-                else:
-                    base = _resolve(name, path.name == "__init__.py", node)
-                    # ``from pkg import mod`` names the submodule, not the package.
-                    targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules
-                               else base for alias in node.names]
-                for target in targets:
+                for target in _targets(name, path.name == "__init__.py", node, modules):
                     found.setdefault((rel, target), []).append(node.lineno)
     unexplained = {f"{rel}:{lines} imports {target}"
                    for (rel, target), lines in found.items()

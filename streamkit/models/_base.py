@@ -81,8 +81,8 @@ def resolve_model(model: Any, **options: Any) -> Any:
         StreamkitError: ``model`` is neither; the message says what is accepted.
     """
     if isinstance(model, str):
-        # The router imports the HTTP providers and with them httpx (~80 ms): only a router id
-        # needs them, so an agent on a model object never loads httpx.
+        # The router imports the HTTP providers and with them httpx (a slow import): only a
+        # router id needs them, so an agent on a model object never loads httpx.
         from ._router import resolve
 
         return resolve(model, **options)
