@@ -6,7 +6,9 @@ import argparse
 import asyncio
 import sys
 
+from ._demo import run_demo
 from .errors import StreamkitError
+from .models import resolve_model
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,10 +21,6 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--base-url", help="base URL for openai-compatible models")
     demo.add_argument("--question", default="Where is my order? I'm customer C-42.")
     args = parser.parse_args(argv)
-
-    from ._demo import run_demo
-    from .models import resolve_model
-
     try:
         model = None
         if args.model:

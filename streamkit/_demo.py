@@ -17,6 +17,7 @@ from typing import Any, TextIO
 from .agent import Agent
 from .chunks import ErrorChunk, TextDelta, ToolCall, ToolResult, TripwireChunk
 from .errors import ToolError
+from .messages import ToolInvocationPart
 from .processors import Processor
 from .testing import ScriptedModel, reasoning, text, tool_call
 from .tools import tool
@@ -60,8 +61,6 @@ class RedactToolPII(Processor):
 
     def process_tool_result(self, tool_call_id: str, tool_name: str, args: Any, result: Any,
                             message_list: Any, state: dict[str, Any]) -> None:
-        from .messages import ToolInvocationPart
-
         clean = _redact(result)
         state["redacted"] = state.get("redacted", 0) + (clean != result)
         message_list.update_tool_invocation(

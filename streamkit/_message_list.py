@@ -19,7 +19,7 @@ from msgspec import UNSET
 
 from streamkit._message_formats import to_core, to_ui
 from streamkit.errors import MessageError, ProcessorError
-from streamkit.messages import (
+from streamkit._message_model import (
     _MS,
     Message,
     StepStartPart,
@@ -34,8 +34,7 @@ from streamkit.messages import (
     to_part,
 )
 
-__all__ = ["MessageList", "MessageView", "MessageListCheckpoint", "SystemSnapshot", "Source",
-           "to_core", "to_ui"]  # to_core/to_ui re-exported from _message_formats
+__all__ = ["MessageList", "MessageView", "MessageListCheckpoint", "SystemSnapshot", "Source"]
 
 Source: TypeAlias = Literal["input", "response", "memory", "system", "context", "user"]
 
@@ -418,20 +417,19 @@ class MessageList:
             >>> ml.get.response.db()[0].content.parts[0].tool_invocation.result
             42
         """
-        if isinstance(part, Mapping):
-            part = to_part(part)  # type: ignore[assignment]
-        if not isinstance(part, ToolInvocationPart):
+        patch = to_part(part) if isinstance(part, Mapping) else part
+        if not isinstance(patch, ToolInvocationPart):
             raise MessageError(f"update_tool_invocation() takes a ToolInvocationPart, "
-                               f"got {type(part).__name__}")
+                               f"got {type(patch).__name__}")
         for by_name in (False, True):
             for message in reversed(self._conversation):
                 for stored in reversed(message.content.parts):
                     if not isinstance(stored, ToolInvocationPart):
                         continue
                     if (stored.provider_executed is True and stored.state == "call"
-                            and stored.tool_name == part.tool_name) if by_name \
-                            else stored.tool_call_id == part.tool_call_id:
-                        self._patch(message, stored, part, keep_id=by_name)
+                            and stored.tool_name == patch.tool_name) if by_name \
+                            else stored.tool_call_id == patch.tool_call_id:
+                        self._patch(message, stored, patch, keep_id=by_name)
                         if self._sources[message.id] == "memory":
                             self._sources[message.id] = "response"
                         return True

@@ -35,7 +35,7 @@ envelope's.
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Union, Unpack, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Union, Unpack, get_args, overload
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -440,7 +440,7 @@ Chunk = Union[
 """Any chunk: the union of every chunk class."""
 
 CHUNK_TYPES: dict[str, type[ChunkBase]] = {
-    cls.type: cls for cls in Chunk.__args__ if cls is not DataChunk  # type: ignore[attr-defined]
+    cls.type: cls for cls in get_args(Chunk) if cls is not DataChunk
 }
 """Wire type -> chunk class, for every type except ``data-*`` (any of which is a ``DataChunk``)."""
 
@@ -504,7 +504,7 @@ def coerce_chunk(value: Any) -> Chunk:
         DataChunk(type='data-progress', data={'pct': 50})
     """
     if isinstance(value, (ChunkBase, DataChunk)):
-        return value  # type: ignore[return-value]
+        return value  # type: ignore[return-value]  # every ChunkBase subclass is in Chunk
     if isinstance(value, Mapping):
         return chunk_from_builtins(value if type(value) is dict else dict(value))
     raise ChunkDecodeError(f"expected a chunk or a mapping, got {type(value).__name__}")

@@ -158,6 +158,8 @@ class Graph:
         return f"```mermaid\n{self.to_mermaid()}\n```"
 
     def _repr_html_(self) -> str:
+        # display sits above the runtime (it imports ops and processors); the graph reaches up
+        # to it only when Jupyter asks for HTML, so importing the graph never loads display.
         from .display import graph_html
 
         return graph_html(self)

@@ -20,6 +20,7 @@ as the per-chunk engine.
 
 from __future__ import annotations
 
+import difflib
 import operator
 import re
 import time
@@ -74,8 +75,6 @@ class _TypeSet:
         names = frozenset([types] if isinstance(types, str) else types)
         unknown = sorted(t for t in names if t not in CHUNK_TYPES and not t.startswith("data-"))
         if unknown:
-            import difflib
-
             hint = difflib.get_close_matches(unknown[0], sorted(CHUNK_TYPES), n=1)
             raise InvalidArgument(f"unknown chunk type(s) {unknown} in types=; "
                                   f"{'did you mean ' + repr(hint[0]) + '? ' if hint else ''}"

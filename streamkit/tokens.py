@@ -41,11 +41,16 @@ import os
 import tempfile
 import threading
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import msgspec
 
 from .errors import StreamkitError
+
+# ``import streamkit`` imports this module, but tiktoken (a native extension, ~30 ms) is only
+# needed once something is counted: the functions below import it on first use.
+if TYPE_CHECKING:
+    from tiktoken import Encoding
 
 __all__ = [
     "TokenCounter", "BillingRules", "get_counter", "encoding_for_model", "available_encodings",
@@ -186,11 +191,11 @@ def _offline_installed() -> bool:
     return _OFFLINE["cl100k_base"] in tiktoken.list_encoding_names()
 
 
-_encodings: dict[str, Any] = {}
+_encodings: dict[str, Encoding] = {}
 _lock = threading.Lock()
 
 
-def _load(name: str, allow_download: bool) -> Any | None:
+def _load(name: str, allow_download: bool) -> Encoding | None:
     """A ``tiktoken.Encoding`` for ``name`` or ``None`` when it cannot be had offline."""
     with _lock:
         enc = _encodings.get(name)
@@ -244,6 +249,7 @@ class TokenCounter:
     """
 
     __slots__ = ("model", "requested_encoding", "encoding_name", "is_exact", "rules", "_enc")
+    _enc: Encoding
 
     def __init__(self, model: Any = None, *, encoding: Any = None, allow_download: bool = False,
                  rules: BillingRules | None = None) -> None:
@@ -280,7 +286,7 @@ class TokenCounter:
         return f"TokenCounter({self.encoding_name}{exact}, model={self.model!r})"
 
     @property
-    def encoding(self) -> Any:
+    def encoding(self) -> Encoding:
         """The ``tiktoken.Encoding`` in use."""
         return self._enc
 
@@ -288,7 +294,7 @@ class TokenCounter:
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text``; special-token strings in it count as ordinary text."""
-        return self._enc.encode(text, disallowed_special=())  # type: ignore[no-any-return]
+        return self._enc.encode(text, disallowed_special=())
 
     def decode(self, tokens: Sequence[int]) -> str:
         """Text of token ids (a cut inside a multi-byte character is dropped)."""

@@ -64,8 +64,9 @@ class Tool:
     """
 
     def __init__(self, id: str, description: str, input_schema: dict[str, Any],
-                 execute: Callable[..., Any], *, validate: Callable[[dict[str, Any]], Any] | None
-                 = None, injected: tuple[str, ...] = (), spread_args: bool = False) -> None:
+                 execute: Callable[..., Any], *,
+                 validate: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                 injected: tuple[str, ...] = (), spread_args: bool = False) -> None:
         if not isinstance(id, str) or not id:
             raise ToolError("a tool needs a non-empty string id (the name the model calls)",
                             tool_name=None)
@@ -94,7 +95,7 @@ class Tool:
                             f"{type(args).__name__}: {args!r:.80}", tool_name=self.id)
         if self._validate is None:
             return args
-        return self._validate(args)  # type: ignore[no-any-return]
+        return self._validate(args)
 
     async def run(self, args: Any, **injected: Any) -> Any:
         """Validate ``args`` and call the tool, injecting what it asks for."""
@@ -116,7 +117,8 @@ class Tool:
         return f"Tool({self.id!r})"
 
 
-def _validator(name: str, params: list[tuple[str, Any, Any]]) -> Callable[[dict[str, Any]], Any]:
+def _validator(name: str, params: list[tuple[str, Any, Any]]
+               ) -> Callable[[dict[str, Any]], dict[str, Any]]:
     known = {p[0] for p in params}
 
     def validate(args: dict[str, Any]) -> dict[str, Any]:

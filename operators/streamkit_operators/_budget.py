@@ -28,7 +28,7 @@ import logging
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from streamkit import Processor, TripWire
 from streamkit.chunks import StepStart, TextDelta
@@ -458,10 +458,11 @@ class StreamGuard(WindowGuard):
         if not callable(check):
             raise InvalidType(f"StreamGuard expects a check function, got "
                               f"{type(check).__name__}")
+        params: Mapping[str, inspect.Parameter]
         try:
             params = inspect.signature(check).parameters
         except (TypeError, ValueError):
-            params = {}  # type: ignore[assignment]
+            params = {}
         self._with_context = "context" in params or any(
             p.kind is p.VAR_KEYWORD for p in params.values())
         self._check = check

@@ -14,6 +14,8 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from streamkit import get_text
 from streamkit.messages import TextPart
 
+from ._model_check import on_check_failure
+
 __all__ = ["checked_messages", "message_text", "replace_text", "scores_of", "safe_call",
            "format_scores", "check_each"]
 
@@ -33,8 +35,6 @@ async def check_each(messages: Sequence[Any], *, last_message_only: bool, min_le
     for every message in order; ``result`` is ``None`` for a message that was not checked (not
     among the checked ones, too short) or whose check failed — a failure is recorded in
     ``state["errors"]`` and handled by ``error_strategy`` (``strict`` aborts here)."""
-    from ._model_check import on_check_failure
-
     targets = {id(m) for m in checked_messages(messages, last_message_only)}
     for message in messages:
         text = message_text(message) if id(message) in targets else ""

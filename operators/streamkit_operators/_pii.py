@@ -343,8 +343,8 @@ class PIIDetector(RedactingGuard):
     def _vault(self, state: dict[str, Any], request_context: Any) -> PlaceholderVault:
         if self.vault is not None:
             return self.vault
-        vault = state.get("vault")
+        vault: PlaceholderVault | None = state.get("vault")
         if vault is None:
             vault = state["vault"] = PlaceholderVault.for_request(request_context,
                                                                   self.vault_key)
-        return vault  # type: ignore[no-any-return]
+        return vault

@@ -58,7 +58,7 @@ _RE_FLAGS = ((re.IGNORECASE, regex.IGNORECASE), (re.MULTILINE, regex.MULTILINE),
              (re.DOTALL, regex.DOTALL), (re.VERBOSE, regex.VERBOSE), (re.ASCII, regex.ASCII))
 
 
-def compile_pattern(pattern: Any, flags: int = 0) -> Any:
+def compile_pattern(pattern: Any, flags: int = 0) -> regex.Pattern[str]:
     r"""A ``regex`` pattern from a string, an ``re.Pattern`` or a ``regex`` pattern.
 
     Raises:
@@ -319,7 +319,7 @@ class HoldbackScanner:
         self._buf = ""
         self._offset = 0
         self._resume = [0] * len(self.rules)
-        self._pending: list[list[tuple[int, int, Any]]] = [[] for _ in self.rules]
+        self._pending: list[list[tuple[int, int, regex.Match[str]]]] = [[] for _ in self.rules]
 
     @property
     def held(self) -> str:
@@ -391,8 +391,8 @@ class HoldbackScanner:
         return Commit(committed, start, findings)
 
 
-def _scan(pattern: Any, s: str, pos: int, n: int, out: list[tuple[int, int, Any]],
-          origin: int, final: bool) -> int:
+def _scan(pattern: regex.Pattern[str], s: str, pos: int, n: int,
+          out: list[tuple[int, int, regex.Match[str]]], origin: int, final: bool) -> int:
     """Scan ``s[pos:n]`` with one rule; append its final matches (absolute offsets) to
     ``out``; return where the rule must resume (``n`` when nothing is pending)."""
     if final:

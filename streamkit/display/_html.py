@@ -10,6 +10,8 @@ import html
 import json
 from typing import Any, Iterable, Sequence
 
+import msgspec
+
 __all__ = ["HtmlBlock", "esc", "short", "fmt_value", "fmt_ms", "STYLE", "table_html", "text_table",
            "badge", "is_unset", "attr"]
 
@@ -95,8 +97,6 @@ def attr(obj: Any, name: str) -> Any:
 
 def _jsonable(value: Any) -> Any:
     try:
-        import msgspec
-
         return msgspec.to_builtins(value)
     except Exception:  # noqa: BLE001 - anything msgspec cannot convert is shown by repr
         return repr(value)

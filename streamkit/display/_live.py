@@ -216,6 +216,8 @@ def _item_html(item: _Item) -> str:
 
 def _ipython_handle(initial: _Snapshot) -> DisplayHandle | None:
     """A display handle when running inside a Jupyter kernel, else ``None``."""
+    # IPython is optional (not a dependency of streamkit): imported here, where its absence
+    # just means "no kernel", rather than at module top where it would break the import.
     try:
         from IPython import get_ipython
     except ImportError:
@@ -225,7 +227,9 @@ def _ipython_handle(initial: _Snapshot) -> DisplayHandle | None:
         return None
     from IPython.display import display
 
-    return display(initial, display_id=True)  # type: ignore[no-any-return]
+    # IPython's display() has no annotations; with display_id=True it returns a DisplayHandle.
+    handle: DisplayHandle = display(initial, display_id=True)  # type: ignore[no-untyped-call]
+    return handle
 
 
 async def live(stream: Any, *, handle: DisplayHandle | None = None, min_interval: float = 0.05,

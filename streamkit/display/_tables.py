@@ -9,6 +9,9 @@ from __future__ import annotations
 import time
 from typing import Any, AsyncIterable, Iterable, Sequence
 
+from .. import ops
+from ..processors._base import flatten_processors
+from ..processors._spec import register
 from ._charts import trace_timeline_svg
 from ._html import (STYLE, HtmlBlock, attr, badge, esc, fmt_ms, fmt_value, short, table_html,
                     text_table)
@@ -165,8 +168,6 @@ async def collect(source: Any, pipeline: Any = None, *, limit: int | None = None
         pipeline: when given, ``ops.apply(source, pipeline)`` is what is collected.
         limit: stop (and close the source) after this many chunks.
     """
-    from .. import ops
-
     if pipeline is not None:
         source = ops.apply(source, pipeline)
     elif not hasattr(source, "__aiter__"):
@@ -201,9 +202,6 @@ def show_processors(processors: Any) -> HtmlBlock:
     Example:
         >>> display.show_processors(ops.drop(is_reasoning) | Redactor())
     """
-    from ..processors._base import flatten_processors
-    from ..processors._spec import register
-
     rows: list[list[str]] = []
     for i, p in enumerate(flatten_processors(processors)):
         spec = register(p)

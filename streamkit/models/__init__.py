@@ -8,12 +8,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from ..errors import StreamkitError
-from ._base import Model, ModelRequest, ToolSpec
+from ._base import Model, ModelRequest, ToolSpec, resolve_model
 from ._complete import complete
 from ._scripted import FunctionModel, ScriptedModel, api_error, reasoning, text, tool_call
+
+if TYPE_CHECKING:  # at run time __getattr__ below imports them on first use
+    from ._anthropic import AnthropicModel
+    from ._openai import OpenAIChatModel
 
 _LAZY = {"OpenAIChatModel": "._openai", "AnthropicModel": "._anthropic"}
 
@@ -21,8 +25,6 @@ _LAZY = {"OpenAIChatModel": "._openai", "AnthropicModel": "._anthropic"}
 def __getattr__(name: str) -> Any:
     # The HTTP providers pull in httpx (~80 ms); import them when first used.
     if name in _LAZY:
-        import importlib
-
         value = getattr(importlib.import_module(_LAZY[name], __name__), name)
         globals()[name] = value
         return value
@@ -31,20 +33,3 @@ def __getattr__(name: str) -> Any:
 __all__ = ["Model", "ModelRequest", "ToolSpec", "ScriptedModel", "FunctionModel", "text",
            "tool_call", "reasoning", "api_error", "resolve_model", "complete",
            "OpenAIChatModel", "AnthropicModel"]
-
-
-def resolve_model(model: Any, **options: Any) -> Any:
-    """A model object for ``model`` (an object with ``stream``, or a router id string).
-
-    Raises:
-        StreamkitError: ``model`` is neither; the message says what is accepted.
-    """
-    if isinstance(model, str):
-        from ._router import resolve
-
-        return resolve(model, **options)
-    if callable(getattr(model, "stream", None)):
-        return model
-    raise StreamkitError(
-        f"model must be a model object (with a stream(request) method) or a router id such as "
-        f"'openai/gpt-4o-mini'; got {type(model).__name__}: {model!r:.60}")

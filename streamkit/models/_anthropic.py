@@ -29,7 +29,7 @@ from __future__ import annotations
 import base64
 import os
 import uuid
-from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 
 import httpx
 import msgspec
@@ -511,7 +511,7 @@ class AnthropicModel(HTTPModel):
                         lambda: self._step(url, body, headers, request.run_id, is_structured))
 
     async def _step(self, url: str, body: dict[str, Any], headers: dict[str, str], run_id: str,
-                    is_structured: bool) -> AsyncIterator[Any]:
+                    is_structured: bool) -> AsyncGenerator[Any, None]:
         state = _MessagesTranslator(run_id, url, is_structured=is_structured)
         async for event in self._session.sse(url, body, headers):
             data = event.data

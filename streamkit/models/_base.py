@@ -8,6 +8,9 @@ A model turns a ``ModelRequest`` into an async iterator of chunks for one step: 
 ``content-filter``, ``other``...) and ``payload.output.usage`` the token usage. Chunks carry
 ``request.run_id`` and ``from_="AGENT"``. Failures raise ``streamkit.errors.APICallError``; a stream
 that ends without its ``finish`` is an ``APICallError`` too (the agent checks).
+
+``resolve_model`` decides what counts as a model: an object with ``stream`` is one; a router id
+string is handed to ``streamkit.models._router``.
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Protocol, runtime_checkable
 
-__all__ = ["Model", "ModelRequest", "ToolSpec"]
+from ..errors import StreamkitError
+
+__all__ = ["Model", "ModelRequest", "ToolSpec", "resolve_model"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,3 +72,22 @@ class Model(Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
         """Stream one step's chunks (see the module docstring). Raises ``APICallError``."""
         ...
+
+
+def resolve_model(model: Any, **options: Any) -> Any:
+    """A model object for ``model`` (an object with ``stream``, or a router id string).
+
+    Raises:
+        StreamkitError: ``model`` is neither; the message says what is accepted.
+    """
+    if isinstance(model, str):
+        # The router imports the HTTP providers and with them httpx (a slow import): only a
+        # router id needs them, so an agent on a model object never loads httpx.
+        from ._router import resolve
+
+        return resolve(model, **options)
+    if callable(getattr(model, "stream", None)):
+        return model
+    raise StreamkitError(
+        f"model must be a model object (with a stream(request) method) or a router id such as "
+        f"'openai/gpt-4o-mini'; got {type(model).__name__}: {model!r:.60}")

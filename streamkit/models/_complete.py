@@ -11,7 +11,7 @@ from typing import Any
 
 from ..chunks import Finish, TextDelta
 from ..errors import APICallError
-from ._base import ModelRequest
+from ._base import ModelRequest, resolve_model
 
 __all__ = ["complete"]
 
@@ -35,8 +35,6 @@ async def complete(model: Any, prompt: str | list[dict[str, Any]], *, system: st
         >>> await complete(ScriptedModel([text("safe")]), "Is this safe? ...")
         'safe'
     """
-    from . import resolve_model
-
     resolved = resolve_model(model)
     messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
     if system:

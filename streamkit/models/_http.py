@@ -23,13 +23,14 @@ True
 from __future__ import annotations
 
 import asyncio
+import base64
 import email.utils
 import random
 import weakref
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, TypeVar
+from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, TypeVar
 
 import httpx
 import msgspec
@@ -91,8 +92,6 @@ def split_media(data: Any, mime_type: str | None) -> tuple[str, str, str | None]
         ('base64', 'aGk=', 'text/plain')
     """
     if isinstance(data, (bytes, bytearray, memoryview)):
-        import base64
-
         return "base64", base64.b64encode(bytes(data)).decode("ascii"), mime_type
     text = str(data)
     if text.startswith(("http://", "https://")):
@@ -231,11 +230,11 @@ class RetryPolicy:
         """
         if retry_after is not None:
             return float(retry_after)
-        base = min(self.max_backoff, self.backoff * (2 ** retries_done))
+        base = min(self.max_backoff, self.backoff * (2.0 ** retries_done))
         return base * (0.5 + random.random() / 2)
 
 
-async def retrying(policy: RetryPolicy, attempt: Callable[[], AsyncIterator[T]]
+async def retrying(policy: RetryPolicy, attempt: Callable[[], AsyncGenerator[T, None]]
                    ) -> AsyncIterator[T]:
     """Run ``attempt()`` and re-run it on a retryable ``APICallError`` raised before its first item.
 
@@ -256,7 +255,7 @@ async def retrying(policy: RetryPolicy, attempt: Callable[[], AsyncIterator[T]]
     retries_done = 0
     while True:
         has_yielded = False
-        async with aclosing(attempt()) as items:  # type: ignore[type-var]
+        async with aclosing(attempt()) as items:
             try:
                 async for item in items:
                     has_yielded = True

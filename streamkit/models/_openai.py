@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import uuid
 from datetime import datetime, timezone
-from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 
 import httpx
 import msgspec
@@ -477,7 +477,7 @@ class OpenAIChatModel(HTTPModel):
         return retrying(policy, lambda: self._json_step(url, body, headers, request.run_id))
 
     async def _stream_step(self, url: str, body: dict[str, Any], headers: dict[str, str],
-                           run_id: str) -> AsyncIterator[Any]:
+                           run_id: str) -> AsyncGenerator[Any, None]:
         provider = self._session.provider
         state = _ChatTranslator(run_id, provider, url)
         is_done = False
@@ -504,7 +504,7 @@ class OpenAIChatModel(HTTPModel):
             yield chunk
 
     async def _json_step(self, url: str, body: dict[str, Any], headers: dict[str, str],
-                         run_id: str) -> AsyncIterator[Any]:
+                         run_id: str) -> AsyncGenerator[Any, None]:
         obj = await self._session.post_json(url, body, headers)
         state = _ChatTranslator(run_id, self._session.provider, url)
         chunks = state.feed(obj, "")

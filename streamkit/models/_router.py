@@ -2,7 +2,7 @@
 
 What belongs here: the table of known providers, which environment variables each reads, and
 checking the options a caller passes. What does not: the providers themselves (``_openai``,
-``_anthropic``) and the decision to resolve at all (``streamkit.models.resolve_model``).
+``_anthropic``) and the decision to resolve at all (``resolve_model`` in ``_base``).
 
 ==========================  =====================================  ==============================
 id                          key                                    base URL
@@ -38,7 +38,7 @@ PROVIDERS = ("openai", "anthropic", "openai-compatible")
 
 
 def _options_of(cls: type) -> frozenset[str]:
-    params = inspect.signature(cls.__init__).parameters  # type: ignore[misc]
+    params = inspect.signature(cls).parameters
     return frozenset(name for name, p in params.items() if p.kind is p.KEYWORD_ONLY)
 
 
