@@ -11,7 +11,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any, AsyncIterator, Awaitable, Iterable
 
+import reactivex
+from aiostream import stream as aiostream_stream
 from msgspec import UNSET
+from reactivex.disposable import Disposable
 
 from .chunks import Chunk, TripwireChunk
 from .errors import StreamkitError
@@ -148,11 +151,7 @@ def to_observable(source: Any, *, loop: asyncio.AbstractEventLoop | None = None)
     calls ``on_next`` for each chunk, then ``on_completed`` (or ``on_error``); disposing the
     subscription cancels the task and closes the source. Nothing blocks the event loop.
     """
-    import reactivex
-
     def subscribe(observer: Any, scheduler: Any = None) -> Any:
-        from reactivex.disposable import Disposable
-
         the_loop = loop or asyncio.get_running_loop()
 
         async def pump() -> None:
@@ -218,8 +217,6 @@ async def from_observable(observable: Any) -> AsyncIterator[Any]:
 async def merge(*sources: Any) -> AsyncIterator[Any]:
     """Interleave several chunk sources as their items arrive (aiostream ``merge``); each source
     may be an async iterable, an iterable or an Observable."""
-    from aiostream import stream
-
-    async with stream.merge(*[_aiter_source(s) for s in sources]).stream() as streamer:
+    async with aiostream_stream.merge(*[_aiter_source(s) for s in sources]).stream() as streamer:
         async for item in streamer:
             yield item

@@ -128,18 +128,11 @@ INTENDED: dict[str, set[str]] = {
     },
     "streamkit.processors": {
         "Processor", "Pipeline", "InputProcessor", "OutputProcessor", "ErrorProcessor",
-        "TripWire", "Violation", "StepOverrides", "TraceRecord", "Writer",
+        "TripWire", "Violation", "StepOverrides", "TraceRecord", "Writer", "is_async_callable",
     },
 }
 
-_ENGINE_PENDING = pytest.mark.xfail(strict=True, reason="engine exports pending")
-_PENDING = {"streamkit.agent", "streamkit.processors"}
-
-
-@pytest.mark.parametrize("module", [
-    pytest.param(name, id=name, marks=[_ENGINE_PENDING] if name in _PENDING else [])
-    for name in INTENDED
-])
+@pytest.mark.parametrize("module", list(INTENDED))
 def test_all_is_the_intended_public_surface(module: str) -> None:
     exported = importlib.import_module(module).__all__
     assert set(exported) == INTENDED[module]

@@ -8,12 +8,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
 from msgspec import UNSET
 
-from ..chunks import File, ObjectResult, ReasoningDelta, ReasoningEnd, Source, TextDelta, ToolCall
+from ..chunks import (File, FinishPayload, ObjectResult, ReasoningDelta, ReasoningEnd, Source,
+                      StepFinishPayload, StepOutputPayload, StepResultPayload, TextDelta, ToolCall,
+                      UsagePayload)
 from ..errors import StreamkitError
 from ..messages import (FilePart, ReasoningPart, ReasoningText, SourceInfo, SourcePart, TextPart,
                         ToolInvocationPart)
+from ..tools import json_schema
 from ._result import Usage
 
 __all__ = ["usage_of", "reason_of", "StepRecorder", "schema_of", "step_end_payload",
@@ -137,33 +141,25 @@ class StepRecorder:
 
 
 def schema_of(structured: Any) -> dict[str, Any] | None:
-    from ..tools import json_schema
-
     return None if structured is None else json_schema(structured)
 
 
 def step_end_payload(kind: str, reason: str, continued: bool, text: str,
                       tool_calls: list[dict[str, Any]], usage: Usage, message_id: str) -> Any:
-    from ..chunks import FinishPayload, StepFinishPayload, StepOutputPayload
-    from ..chunks import StepResultPayload as SR
-    from ..chunks import UsagePayload as U
-
     cls = StepFinishPayload if kind == "step-finish" else FinishPayload
     return cls(message_id=message_id,
-               step_result=SR(reason=reason, is_continued=continued),
+               step_result=StepResultPayload(reason=reason, is_continued=continued),
                output=StepOutputPayload(
                    text=text,
                    tool_calls=[{"toolCallId": c["tool_call_id"], "toolName": c["tool_name"],
                                 "args": c["args"]} for c in tool_calls],
-                   usage=U(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                   usage=UsagePayload(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
                            total_tokens=usage.total_tokens)))
 
 
 def parse_object(structured_output: Any, text: str) -> Any:
     """The structured-output object in the model's answer ``text`` (a JSON document, possibly
     in a Markdown fence), converted to ``structured_output`` when that is a type."""
-    import msgspec
-
     body = text.strip()
     if body.startswith("```"):
         body = body.strip("`")

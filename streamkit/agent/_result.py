@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator, Awaitable
 
+from .._apply import to_observable
 from ..chunks import Chunk, TextDelta
 
 if TYPE_CHECKING:
@@ -195,8 +196,6 @@ class AgentStream:
 
     def to_observable(self) -> Any:
         """A reactivex ``Observable`` of this stream's chunks (consumed on the asyncio loop)."""
-        from ..ops import to_observable
-
         return to_observable(self)
 
     async def show(self, **options: Any) -> AgentResult:
