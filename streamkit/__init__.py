@@ -27,8 +27,9 @@ from .errors import (APICallError, ChunkDecodeError, MaxStepsExceeded, MemorySto
 from .graph import Graph
 from .memory import Memory, SQLiteStore
 from .messages import Message, MessageList, get_text
-from .processors import (ErrorProcessor, InputProcessor, OutputProcessor, Pipeline, Processor,
-                         StepOverrides, TraceRecord, Violation, Writer)
+from .processors import (APIErrorResult, ErrorProcessor, InputProcessor, LLMRequestUpdate,
+                         MessagesUpdate, OutputProcessor, Pipeline, Processor, StepOverrides,
+                         TraceRecord, Violation, Writer)
 from .tools import Tool, tool
 from .tripwire import TripWire
 
@@ -37,7 +38,8 @@ __version__ = "0.1.0"
 __all__ = [
     # processors
     "Processor", "Pipeline", "InputProcessor", "OutputProcessor", "ErrorProcessor",
-    "StepOverrides", "TripWire", "Violation", "TraceRecord", "Writer",
+    "StepOverrides", "MessagesUpdate", "LLMRequestUpdate", "APIErrorResult", "TripWire",
+    "Violation", "TraceRecord", "Writer",
     # agent
     "Agent", "AgentResult", "AgentStream", "StepResult", "TripwireInfo", "Usage", "Override",
     "Graph",

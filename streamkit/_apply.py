@@ -17,7 +17,7 @@ from msgspec import UNSET
 from reactivex.disposable import Disposable
 
 from .chunks import Chunk, TripwireChunk
-from .errors import StreamkitError
+from .errors import InvalidType
 from .processors._base import flatten_processors
 from .processors._chain import StreamChain
 from .processors._runtime import RequestRuntime, Writer
@@ -48,7 +48,7 @@ async def _aiter_source(source: Any) -> AsyncIterator[Any]:
         for item in source:
             yield item
     else:
-        raise StreamkitError(
+        raise InvalidType(
             f"ops.apply needs an async iterable, an iterable or a reactivex Observable of "
             f"chunks; got {type(source).__name__}")
 
@@ -60,6 +60,11 @@ class AppliedStream:
 
     def __init__(self, source: Any, pipeline: Any, *, request_context: Any, run_id: str,
                  timed: bool) -> None:
+        if not (hasattr(source, "__aiter__") or isinstance(source, Iterable)
+                or (hasattr(source, "subscribe") and hasattr(source, "pipe"))):
+            raise InvalidType(
+                f"ops.apply needs an async iterable, an iterable or a reactivex Observable of "
+                f"chunks; got {type(source).__name__}")
         self.runtime = RequestRuntime(request_context, run_id=run_id, timed=timed)
         self.specs = [register(p) for p in flatten_processors(pipeline)]
         for i, p in enumerate(flatten_processors(pipeline)):

@@ -16,7 +16,8 @@ INTENDED: dict[str, set[str]] = {
     "streamkit": {
         # processors
         "Processor", "Pipeline", "InputProcessor", "OutputProcessor", "ErrorProcessor",
-        "StepOverrides", "TripWire", "Violation", "TraceRecord", "Writer",
+        "StepOverrides", "MessagesUpdate", "LLMRequestUpdate", "APIErrorResult", "TripWire",
+        "Violation", "TraceRecord", "Writer",
         # agent
         "Agent", "AgentResult", "AgentStream", "StepResult", "TripwireInfo", "Usage", "Override",
         "Graph",
@@ -128,7 +129,8 @@ INTENDED: dict[str, set[str]] = {
     },
     "streamkit.processors": {
         "Processor", "Pipeline", "InputProcessor", "OutputProcessor", "ErrorProcessor",
-        "TripWire", "Violation", "StepOverrides", "TraceRecord", "Writer", "is_async_callable",
+        "TripWire", "Violation", "StepOverrides", "MessagesUpdate", "LLMRequestUpdate",
+        "APIErrorResult", "TraceRecord", "Writer", "is_async_callable",
     },
 }
 

@@ -218,3 +218,12 @@ def test_every_allowlist_entry_still_exists() -> None:
     scanned = {rel for _, rel in scanned_files()}
     stale = [key for key in BUILTIN_RAISE_ALLOWLIST if key[0] in scanned and key not in present]
     assert not stale, f"allowlist entries that no longer match a raise: {stale}"
+
+
+def test_apply_rejects_a_source_that_is_not_iterable_at_the_call() -> None:
+    from streamkit import ops
+    from streamkit.errors import InvalidType
+
+    with pytest.raises(InvalidType, match="async iterable, an iterable or a reactivex") as info:
+        ops.apply(42, ops.map(lambda c: c))
+    assert isinstance(info.value, TypeError)

@@ -73,10 +73,14 @@ async def start(run: Run) -> str:
 
 
 async def process_input(run: Run) -> str:
+    st = run.state
     await run_message_hook(run.runtime, run.config.input_specs, "process_input",
-                           run.state.message_list,
+                           st.message_list,
                            {"retry_count": 0, "request_context": run.runtime.request_context},
                            default_source="input")
+    # What process_input left is the run's system prompt: every step starts from it (Mastra:
+    # a process_input that returns system_messages replaces the instructions for the run).
+    st.system_snapshot = st.message_list.snapshot_system()
     run.emit(Start(id=run.config.agent_id, message_id=run.run_id, run_id=run.run_id,
                    from_=AGENT), Origin.RUN)
     return "process_input_step"

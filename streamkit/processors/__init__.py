@@ -11,11 +11,12 @@ Public here is what a processor author needs; the engine lives in the private mo
 
 from ..tripwire import TripWire, Violation
 from ._base import ErrorProcessor, InputProcessor, OutputProcessor, Pipeline, Processor
-from ._runner import StepOverrides
+from ._runner import APIErrorResult, LLMRequestUpdate, MessagesUpdate, StepOverrides
 from ._runtime import TraceRecord, Writer
 from ._spec import is_async_callable
 
 __all__ = [
     "Processor", "Pipeline", "InputProcessor", "OutputProcessor", "ErrorProcessor",
-    "TripWire", "Violation", "StepOverrides", "TraceRecord", "Writer", "is_async_callable",
+    "TripWire", "Violation", "StepOverrides", "MessagesUpdate", "LLMRequestUpdate",
+    "APIErrorResult", "TraceRecord", "Writer", "is_async_callable",
 ]

@@ -20,16 +20,17 @@ import logging
 from dataclasses import dataclass, fields
 from typing import Any, Sequence
 
-from ..errors import ProcessorError
 from .._message_list import Source
+from ..errors import ProcessorError
 from ..messages import Message, MessageList
 from ..tripwire import TripWire
+from ._chain import hook_failure
 from ._runtime import RequestRuntime, now
 from ._spec import ProcessorSpec
-from ._chain import hook_failure
 
-__all__ = ["StepOverrides", "call_hook", "run_message_hook", "run_input_step",
-           "run_llm_request", "run_llm_response", "run_api_error"]
+__all__ = ["StepOverrides", "MessagesUpdate", "LLMRequestUpdate", "APIErrorResult", "call_hook",
+           "run_message_hook", "run_input_step", "run_llm_request", "run_llm_response",
+           "run_api_error"]
 
 log = logging.getLogger("streamkit.processors")
 
@@ -59,6 +60,73 @@ class StepOverrides:
 
 
 _OVERRIDE_KEYS = frozenset(f.name for f in fields(StepOverrides))
+
+
+@dataclass(frozen=True, slots=True)
+class MessagesUpdate:
+    """The typed form of a message hook's ``{"messages": ..., "system_messages": ...}`` result
+    (``process_input``, ``process_input_step``, ``process_output_step``, ``process_tool_result``,
+    ``process_output_result``); returning the dict works the same.
+
+    Attributes:
+        messages: the complete new set of the messages the hook was given (those missing are
+            removed); ``None`` leaves them as they are.
+        system_messages: replaces the untagged system messages (for this step when returned
+            from ``process_input_step``); ``None`` leaves them.
+
+    Example:
+        >>> from streamkit.messages import get_text
+        >>> def process_input(messages):
+        ...     return MessagesUpdate(messages=[m for m in messages if get_text(m).strip()])
+    """
+
+    messages: Sequence[Any] | None = None
+    system_messages: Sequence[Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.messages is not None:
+            out["messages"] = list(self.messages)
+        if self.system_messages is not None:
+            out["system_messages"] = list(self.system_messages)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class LLMRequestUpdate:
+    """The typed form of ``process_llm_request``'s result; returning the dict works the same.
+
+    Attributes:
+        prompt: the provider-shaped messages to send instead, for this call only (never stored).
+        response: chunks to replay instead of calling the model (a cache hit).
+
+    Example:
+        >>> def process_llm_request(prompt):
+        ...     return LLMRequestUpdate(prompt=[*prompt, {"role": "system", "content": "Be terse."}])
+    """
+
+    prompt: list[dict[str, Any]] | None = None
+    response: Sequence[Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.prompt is not None:
+            out["prompt"] = self.prompt
+        if self.response is not None:
+            out["response"] = list(self.response)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class APIErrorResult:
+    """The typed form of ``process_api_error``'s ``{"retry": True}``.
+
+    Example:
+        >>> def process_api_error(error):
+        ...     return APIErrorResult(retry=getattr(error, "status_code", None) == 429)
+    """
+
+    retry: bool = False
 
 
 async def call_hook(runtime: RequestRuntime, spec: ProcessorSpec, hook: str,
@@ -124,8 +192,10 @@ async def run_message_hook(runtime: RequestRuntime, specs: Sequence[ProcessorSpe
         _apply(spec, hook, message_list, result, given, default_source)
 
 
-def _apply(spec: ProcessorSpec, hook: str, message_list: MessageList, result: Any, given: list[Any],
-           default_source: Source) -> None:
+def _apply(spec: ProcessorSpec, hook: str, message_list: MessageList, result: Any,
+           given: list[Any], default_source: Source) -> None:
+    if isinstance(result, MessagesUpdate):
+        result = result.as_dict()
     try:
         message_list.apply_hook_result(result, given, default_source)
     except ProcessorError as exc:
@@ -161,6 +231,8 @@ async def run_input_step(runtime: RequestRuntime, specs: Sequence[ProcessorSpec]
             continue
         if isinstance(result, StepOverrides):
             result = result.set_fields()
+        elif isinstance(result, MessagesUpdate):
+            result = result.as_dict()
         if not isinstance(result, dict):
             _apply(spec, "process_input_step", message_list, result, given, "input")
             continue
@@ -207,6 +279,8 @@ async def run_llm_request(runtime: RequestRuntime, specs: Sequence[ProcessorSpec
         args = dict(available)
         args["prompt"] = prompt
         result = await call_hook(runtime, spec, "process_llm_request", args, step)
+        if isinstance(result, LLMRequestUpdate):
+            result = result.as_dict()
         if result is None:
             continue
         if not isinstance(result, dict) or not set(result) <= {"prompt", "response"}:
@@ -257,11 +331,13 @@ async def run_api_error(runtime: RequestRuntime, specs: Sequence[ProcessorSpec],
         except ProcessorError as exc:
             log.error("process_api_error of %r raised; ignored: %s", spec.id, exc)
             continue
+        if isinstance(result, APIErrorResult):
+            result = {"retry": result.retry}
         if result is None:
             continue
         if not isinstance(result, dict):
-            log.error("process_api_error of %r returned %r; expected None or {'retry': bool}",
-                      spec.id, result)
+            log.error("process_api_error of %r returned %r; expected None, {'retry': bool} or "
+                      "APIErrorResult", spec.id, result)
             continue
         if result.get("retry"):
             return True
