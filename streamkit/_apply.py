@@ -1,15 +1,15 @@
 """Running a pipeline without an agent, and the edges to reactivex and aiostream.
 
 What belongs here: ``apply`` (the standalone runner: ``StreamChain.drive``, the one loop that
-drives a source through a chain, over any chunk source), ``AppliedStream``, and the source adapters (``to_observable``,
-``from_observable``, ``merge``). Everything is re-exported from ``streamkit.ops``; the operators
+drives a source through a chain, over any chunk source), ``AppliedStream``, and the source
+adapters (``to_observable``, ``from_observable``, ``merge``). Everything is re-exported from ``streamkit.ops``; the operators
 themselves live there. reactivex and aiostream are used only at these edges, never per chunk.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator, Awaitable, Iterable
+from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Iterable
 
 import reactivex
 from aiostream import stream as aiostream_stream
@@ -77,7 +77,7 @@ class AppliedStream:
         self.chain = StreamChain(self.specs, self.runtime, writer=self.writer)
         self.tripwire: TripWire | None = None
         self._source = source
-        self._gen: Any = self._run()
+        self._gen: AsyncGenerator[Chunk, None] = self._run()
 
     def state(self, processor_id: str) -> dict[str, Any]:
         return self.runtime.state(processor_id)
@@ -86,16 +86,16 @@ class AppliedStream:
     def trace(self) -> list[Any]:
         return self.runtime.trace
 
-    def __aiter__(self) -> AsyncIterator[Any]:
-        return self._gen  # type: ignore[no-any-return]
+    def __aiter__(self) -> AsyncIterator[Chunk]:
+        return self._gen
 
-    def __anext__(self) -> Awaitable[Any]:
-        return self._gen.__anext__()  # type: ignore[no-any-return]
+    def __anext__(self) -> Awaitable[Chunk]:
+        return self._gen.__anext__()
 
     async def aclose(self) -> None:
         await self._gen.aclose()
 
-    def _run(self) -> AsyncIterator[Chunk]:
+    def _run(self) -> AsyncGenerator[Chunk, None]:
         """The run's generator: the chain's one driving loop over the source."""
         src = self._source
         if not isinstance(src, (list, tuple)):

@@ -12,18 +12,25 @@ import difflib
 import enum
 import logging
 from dataclasses import dataclass, field
-from typing import (TYPE_CHECKING, Any, Callable, Iterable, Mapping, Never, NoReturn, Sequence,
-                    TypeAlias, Union)
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Iterable,
+    Mapping,
+    Never,
+    NoReturn,
+    Sequence,
+    TypeAlias,
+    Union,
+)
 
-
-
-from ..errors import (InvalidArgument, InvalidType, ProcessorDefinitionError, ToolError,
-                      UsageError)
+from ..errors import InvalidArgument, InvalidType, ProcessorDefinitionError, ToolError, UsageError
 from ..graph import Graph
 from ..models import Model, resolve_model
 from ..processors._base import Pipeline, flatten_processors
 from ..processors._spec import ProcessorSpec, register
-from ..tools import Tool, tools_by_name
+from ..tools import tools_by_name
 from ._build import schema_of
 from ._loop import NODES, build_graph
 from ._result import AgentResult, AgentStream

@@ -11,12 +11,30 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from ..chunks import (File, FinishPayload, ObjectResult, ReasoningDelta, ReasoningEnd, Source,
-                      StepFinishPayload, StepOutputPayload, StepResultPayload, TextDelta, ToolCall,
-                      UsagePayload)
+from ..chunks import (
+    File,
+    FinishPayload,
+    ObjectResult,
+    ReasoningDelta,
+    ReasoningEnd,
+    Source,
+    StepFinishPayload,
+    StepOutputPayload,
+    StepResultPayload,
+    TextDelta,
+    ToolCall,
+    UsagePayload,
+)
 from ..errors import StreamkitError
-from ..messages import (FilePart, ReasoningPart, ReasoningText, SourceInfo, SourcePart, TextPart,
-                        ToolInvocationPart)
+from ..messages import (
+    FilePart,
+    ReasoningPart,
+    ReasoningText,
+    SourceInfo,
+    SourcePart,
+    TextPart,
+    ToolInvocationPart,
+)
 from ..tools import json_schema
 from ._result import Usage
 

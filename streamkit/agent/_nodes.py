@@ -11,19 +11,44 @@ streamkit errors → fail).
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator, Mapping
+from typing import Any, AsyncGenerator, Mapping
 
 from msgspec import UNSET
 
-from ..chunks import (Chunk, DataChunk, ErrorChunk, Finish, ObjectResult, ResponseMetadata, Start,
-                      StepFinish, StepStart, ToolErrorChunk, ToolResult, TripwireChunk,
-                      coerce_chunk)
+from ..chunks import (
+    Chunk,
+    DataChunk,
+    ErrorChunk,
+    Finish,
+    ObjectResult,
+    ResponseMetadata,
+    Start,
+    StepFinish,
+    StepStart,
+    ToolErrorChunk,
+    ToolResult,
+    TripwireChunk,
+    coerce_chunk,
+)
 from ..errors import APICallError, StreamkitError, ToolError
 from ..graph import END
-from ..messages import Message, MessageContent, MessageList, StepStartPart, ToolInvocationPart, get_text
+from ..messages import (
+    Message,
+    MessageContent,
+    MessageList,
+    StepStartPart,
+    ToolInvocationPart,
+    get_text,
+)
 from ..models import ModelRequest, resolve_model
-from ..processors._runner import (StepOverrides, run_api_error, run_input_step, run_llm_request,
-                                  run_llm_response, run_message_hook)
+from ..processors._runner import (
+    StepOverrides,
+    run_api_error,
+    run_input_step,
+    run_llm_request,
+    run_llm_response,
+    run_message_hook,
+)
 from ..tools import Tool, tools_by_name
 from ._build import StepRecorder, parse_object, reason_of, schema_of, step_end_payload, usage_of
 from ._result import StepResult
@@ -335,7 +360,7 @@ async def tools(run: Run) -> Stream:
     return Stream(_tool_chunks(run), then="process_tool_result")
 
 
-async def _tool_chunks(run: Run) -> AsyncIterator[Chunk]:
+async def _tool_chunks(run: Run) -> AsyncGenerator[Chunk, None]:
     step = run.step
     outbox = run.outbox
     arrived = outbox.arrived = asyncio.Event()

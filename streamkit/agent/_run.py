@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Union
+from typing import AsyncGenerator, Awaitable, Callable, Mapping, Union
 
 from msgspec import UNSET
 
@@ -42,7 +42,7 @@ __all__ = ["Run", "Stream", "NodeResult", "NodeFn", "IN_STEP", "MODEL_NODES", "H
 class Stream:
     """What a streaming node hands over: ``chunks`` to deliver as they come, then ``then``."""
 
-    chunks: AsyncIterator[Chunk]
+    chunks: AsyncGenerator[Chunk, None]
     then: str
 
 
@@ -180,7 +180,7 @@ class Run:
                         finally:
                             # ``async for`` does not close what it iterates when our consumer
                             # stops early; close it so the model's stream is closed too.
-                            await stream.aclose()  # type: ignore[attr-defined]
+                            await stream.aclose()
                         nxt = handed.then
                     else:
                         nxt = handed  # type: ignore[assignment]

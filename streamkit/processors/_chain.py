@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 
 from ..chunks import Chunk, DataChunk, TextDelta
 from ..errors import ProcessorError
@@ -81,7 +81,7 @@ class _Bound:
     push: Callable[[Chunk], Any]
     count: Callable[[], int]
     arm: Callable[[], None]
-    drive: Callable[..., AsyncIterator[Chunk]]
+    drive: Callable[..., AsyncGenerator[Chunk, None]]
     stats: list[StreamStats]
     shape: Shape
 
@@ -173,7 +173,7 @@ class StreamChain:
               held: frozenset[type] = frozenset(), on_held: Callable[[Chunk], None] | None = None,
               on_trip: Callable[[TripWire], Awaitable[Chunk]] | None = None,
               on_close: Callable[[], Awaitable[None]] | None = None,
-              flush: bool = True) -> AsyncIterator[Chunk]:
+              flush: bool = True) -> AsyncGenerator[Chunk, None]:
         """Drive ``source`` through the chain: the one loop that does it, for ``ops.apply`` and
         for the agent's model step.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..chunks import coerce_chunk
