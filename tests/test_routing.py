@@ -384,12 +384,13 @@ async def test_api_error_writes_and_step_retry_keep_production_order(mode: str) 
 
 
 async def test_step_start_comes_before_the_steps_first_model_chunk(mode: str) -> None:
+    def request(writer: Any, step_number: int) -> None:
+        writer.custom({"type": "data-req", "data": step_number})
+
     # A process_llm_request writer queues its chunk before the step starts.
     model = ScriptedModel([tool_call("lookup", {"customer_id": "C-1"}), text("found")])
     agent = Agent(id="o", model=model, tools=[lookup], input_processors=[
-        P("w", process_llm_request=as_mode(
-            lambda writer, step_number: writer.custom({"type": "data-req", "data": step_number}),
-            mode))])
+        P("w", process_llm_request=as_mode(request, mode))])
     chunks, _ = await run_stream(agent)
     assert types(chunks) == [
         "start",
@@ -589,3 +590,45 @@ async def test_every_chunk_is_delivered_once_and_stored_equals_streamed(
         if a.type == "data-echo":
             assert key(b) in {("text", a.data), ("data-tool", a.data)}
     assert not [c for c in seen.blind if c.__class__ is DataChunk]
+
+
+# ----------------------------------------------------------------------------- awaiting the writer
+
+
+@tool
+async def awaiting_progress(writer: Any) -> str:
+    """Reports progress the way Mastra tools do: ``await writer.custom(...)``."""
+    await writer.custom({"type": "data-x", "data": "tool"})
+    return "done"
+
+
+async def awaited(writer: Any) -> None:
+    await writer.custom({"type": "data-x", "data": "hook"})
+
+
+async def awaited_in_stream(part: Any, writer: Any) -> Any:
+    if part.type == "text-delta":
+        await writer.custom({"type": "data-x", "data": "stream"})
+    return part
+
+
+@pytest.mark.parametrize("agent", [
+    pytest.param(lambda: Agent(id="w", model=ScriptedModel([tool_call("awaiting_progress"),
+                                                            text("ok")]),
+                               tools=[awaiting_progress]),
+                 id="a tool may await writer.custom"),
+    pytest.param(lambda: Agent(id="w", model=ScriptedModel([text("ok")]),
+                               input_processors=[P("w", process_input_step=awaited)]),
+                 id="a step hook may await writer.custom"),
+    pytest.param(lambda: Agent(id="w", model=ScriptedModel([text("ok")]), output_processors=[
+        P("w", process_output_stream=awaited_in_stream)]),
+                 id="a stream hook may await writer.custom"),
+    pytest.param(lambda: Agent(id="w", model=ScriptedModel([text("ok")]),
+                               output_processors=[P("w", process_output_result=awaited)]),
+                 id="a result hook may await writer.custom"),
+])
+async def test_writer_custom_can_be_awaited(agent: Callable[[], Agent]) -> None:
+    chunks, result = await run_stream(agent())
+    assert "tool-error" not in types(chunks) and result.finish_reason == "stop"
+    assert [c.type for c in chunks if c.type.startswith("data-")] == ["data-x"]
+    assert len(stored_data(result)) == 1
