@@ -516,10 +516,12 @@ def key(chunk: Any) -> tuple[str, str] | None:
 
 
 @settings(max_examples=50, deadline=None)
-@given(steps=tool_steps, last=words, mode=st.sampled_from(["sync", "async"]))
+@given(steps=tool_steps, last=words, mode=st.sampled_from(["sync", "async"]),
+       trace=st.booleans())
 async def test_every_chunk_is_delivered_once_and_stored_equals_streamed(
         steps: list[tuple[list[str], list[list[tuple[bool, str]]]]], last: list[str],
-        mode: str) -> None:
+        mode: str, trace: bool) -> None:
+    # trace=False runs the fused chain's inlined (untimed) code, trace=True its sampled path.
     n = iter(range(1000))
     expected: list[tuple[str, str]] = []
 
@@ -551,6 +553,9 @@ async def test_every_chunk_is_delivered_once_and_stored_equals_streamed(
     script.append(text(spell(last) or "."))
     if not last:
         expected.append(("text", "."))
+    # Each step-finish is echoed too (written while the outbox drains, not during the model's
+    # stream).
+    expected += [("data-echo", f"finish-{i}") for i in range(len(script))]
 
     def emit(writer: Any, tool_call_id: str) -> str:
         """Writes this call's data chunks."""
@@ -562,11 +567,15 @@ async def test_every_chunk_is_delivered_once_and_stored_equals_streamed(
         """Writes this call's data chunks."""
         return emit(writer, tool_call_id)
 
+    finished = iter(range(len(script)))
+
     def echo(part: Any, writer: Any) -> Any:
         label = part.payload.text.strip() if part.__class__ is TextDelta else \
             part.data if part.__class__ is DataChunk else None
         if label and label[0] in MARKS and MARKS[label[0]] is not None:
             writer.custom({"type": "data-echo", "data": label, "transient": MARKS[label[0]]})
+        elif part.type == "step-finish":
+            writer.custom({"type": "data-echo", "data": f"finish-{next(finished)}"})
         return part
 
     emit_tool = tool(emit, name="emit_sync") if mode == "sync" else \
@@ -576,7 +585,7 @@ async def test_every_chunk_is_delivered_once_and_stored_equals_streamed(
                   max_steps=len(script), output_processors=[
                       P("echo", process_output_stream=as_mode(echo, mode),
                         process_data_parts=True), *seen.processors])
-    chunks, result = await run_stream(agent)
+    chunks, result = await run_stream(agent, trace=trace)
     assert result.finish_reason == "stop"
     delivered = collections.Counter(k for c in chunks if (k := key(c)) is not None)
     assert delivered == collections.Counter(expected)
@@ -588,7 +597,8 @@ async def test_every_chunk_is_delivered_once_and_stored_equals_streamed(
     # An echo arrives right before the chunk it echoes; the blind processor saw no data.
     for a, b in zip(chunks, chunks[1:]):
         if a.type == "data-echo":
-            assert key(b) in {("text", a.data), ("data-tool", a.data)}
+            assert key(b) in {("text", a.data), ("data-tool", a.data)} or (
+                b.type == "step-finish" and a.data.startswith("finish-"))
     assert not [c for c in seen.blind if c.__class__ is DataChunk]
 
 
