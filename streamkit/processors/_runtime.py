@@ -10,7 +10,7 @@ import inspect
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable, Generator
 
 from ..chunks import coerce_chunk
 from ..tripwire import TripWire, Violation, make_abort
@@ -90,11 +90,30 @@ class Writer:
     def __init__(self, sink: Callable[[Any], Any]) -> None:
         self._sink = sink
 
-    def custom(self, chunk: Any) -> Any:
+    def custom(self, chunk: Any) -> Awaitable[None]:
         """Write ``chunk``: a ``DataChunk``, any chunk, or a dict ``{"type": "data-x", "data":
-        ..., "id"?: ..., "transient"?: bool}``. Returns what the sink returns (awaitable for the
-        agent's routed writer, ``None`` for direct writers) — awaiting it is optional."""
-        return self._sink(coerce_chunk(chunk))
+        ..., "id"?: ..., "transient"?: bool}``. The chunk is written when this returns; the
+        returned awaitable is already done — awaiting it is optional (Mastra code awaits its
+        writer's promise: ``await writer.custom(...)`` works here too)."""
+        self._sink(coerce_chunk(chunk))
+        return _WRITTEN
+
+
+class _Written:
+    """What ``Writer.custom`` returns: an awaitable that is already done. Not a coroutine, so
+    not awaiting it warns about nothing; one shared instance, so a write allocates nothing."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:  # shown when a hook returns it by mistake (``lambda: w.custom()``)
+        return "<done: what writer.custom returns; a hook should return None, not this>"
+
+    def __await__(self) -> Generator[None, None, None]:
+        return
+        yield  # a generator that finishes at once: ``await`` gives ``None`` without suspending
+
+
+_WRITTEN = _Written()
 
 
 class RequestRuntime:
