@@ -224,7 +224,7 @@ class StreamChain:
                 if hook.is_async:
                     res = await res
             except BaseException as exc:
-                raise hook_failure(spec.id, "flush_output_stream", exc) from None
+                raise hook_failure(spec.id, "flush_output_stream", exc)  # keeps __cause__
             if not res:
                 continue
             flushed = res if isinstance(res, list) else [res]

@@ -140,7 +140,9 @@ def _chain_body(shape: Shape, start: int, *, timed: bool, probe: bool, entry: st
         if timed:
             lines.append("    t0 = pc()")
         lines.append(f"    out = {'await ' if hook.is_async else ''}f{i}({_call_args(i, hook)})")
-        lines += ["except BaseException as exc:", f"    raise fail({i}, exc) from None"]
+        # No ``from None``: that would erase the ``__cause__`` ``fail`` sets (the hook's own
+        # exception, whose traceback shows the hook and these lines).
+        lines += ["except BaseException as exc:", f"    raise fail({i}, exc)"]
         if timed:
             lines += ["t1 = pc() - t0", f"if not st{i}.sampled: st{i}.first_ns = t1",
                       f"st{i}.sampled += 1", f"st{i}.ns += t1"]
