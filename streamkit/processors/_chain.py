@@ -88,14 +88,14 @@ class _Bound:
 
 def _bind(specs: Sequence[ProcessorSpec], runtime: RequestRuntime, writer: Writer | None,
           message_list: Any, ctx: _Ctx, timing: Timing, run_data: Callable[[Chunk], Any] | None,
-          is_async: bool) -> _Bound:
+          is_async: bool, parts: dict[str, list[Chunk]]) -> _Bound:
     hooks = [s.hooks[HOOK] for s in specs]
     shape = Shape(tuple(HookShape.of(h, s.multi_emit) for h, s in zip(hooks, specs)), timing,
                   run_data is not None, is_async)
     consts = [{
         "state": runtime.state(s.id), "abort": runtime.abort(s.id), "message_list": message_list,
         "request_context": runtime.request_context, "writer": writer, "tracing_context": None,
-        "stream_parts": [],
+        "stream_parts": parts.setdefault(s.id, []),
     } for s in specs]
     stats = [StreamStats() for _ in specs]
 
@@ -132,11 +132,15 @@ class StreamChain:
 
     Raises (from ``push``/``flush``/``drive``): ``TripWire`` with its ``processor_id`` filled in,
     or ``ProcessorError`` wrapping any other exception.
+
+    ``continues``: the chain this one is the rest of (``flush`` pushes what a processor flushed
+    through the processors after it). The two share the request's ``retry_count`` and each
+    processor's ``stream_parts`` — the parts that reached it, whichever chain they came through.
     """
 
     def __init__(self, specs: Sequence[ProcessorSpec], runtime: RequestRuntime, *,
                  writer: Writer | None = None, message_list: Any = None,
-                 timed: bool | None = None) -> None:
+                 timed: bool | None = None, continues: StreamChain | None = None) -> None:
         self.runtime = runtime
         self.specs = [s for s in specs if HOOK in s.hooks]
         self.flushers = [s for s in specs if s.flush is not None]
@@ -144,15 +148,19 @@ class StreamChain:
         self._writer = writer
         self._message_list = message_list
         self.timed = runtime.timed if timed is None else timed
-        self.ctx = _Ctx()
+        self.ctx = _Ctx() if continues is None else continues.ctx
+        # Processor id -> the parts that reached it (its hook's ``stream_parts``), one list for
+        # the main and the ``data-*`` chain alike.
+        self._parts: dict[str, list[Chunk]] = {} if continues is None else continues._parts
         data_specs = [s for s in self.specs if s.process_data_parts]
         self.is_async = any(s.hooks[HOOK].is_async for s in self.specs)
         self._data = _bind(data_specs, runtime, writer, message_list, self.ctx,
-                           "always" if self.timed else "off", None, self.is_async)
+                           "always" if self.timed else "off", None, self.is_async, self._parts)
         # When every stream processor sees data chunks, no dispatch is needed.
         run_data = None if len(data_specs) == len(self.specs) else self._data.push
         self._main = _bind(self.specs, runtime, writer, message_list, self.ctx,
-                           "sampled" if self.timed else "off", run_data, self.is_async)
+                           "sampled" if self.timed else "off", run_data, self.is_async,
+                           self._parts)
         self.push: Callable[[Chunk], Any] = self._main.push
         self._data_index = [self.specs.index(s) for s in data_specs]
         self.empty = not self.specs
@@ -205,7 +213,7 @@ class StreamChain:
     def _rest(self, spec: ProcessorSpec) -> StreamChain:
         pos = self._all_specs.index(spec)
         return StreamChain(self._all_specs[pos + 1:], self.runtime, writer=self._writer,
-                           message_list=self._message_list, timed=False)
+                           message_list=self._message_list, timed=False, continues=self)
 
     async def flush(self) -> list[Any]:
         """End of source: collect what each processor still holds (``flush_output_stream``),
