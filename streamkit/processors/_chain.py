@@ -22,6 +22,7 @@ the safe default. (Mastra logs and passes the chunk on; we chose not to.)
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Sequence
@@ -107,8 +108,9 @@ def _bind(specs: Sequence[ProcessorSpec], runtime: RequestRuntime, writer: Write
     return _Bound(push, count, arm, drive, stats, shape)
 
 
-async def _nothing_flushed() -> list[Chunk]:
-    return []
+async def _nothing_flushed() -> AsyncIterator[Chunk]:
+    for part in ():  # an async generator that yields nothing
+        yield part
 
 
 class StreamChain:
@@ -199,8 +201,9 @@ class StreamChain:
             The chunks that came out of the chain, in order.
         """
         is_list = isinstance(source, (list, tuple))
-        return self._main.drive(source, is_list, pending, held, on_held,
-                                self.flush if flush else _nothing_flushed, on_trip, on_close)
+        flushed = functools.partial(self._flushed, pending) if flush else _nothing_flushed
+        return self._main.drive(source, is_list, pending, held, on_held, flushed, on_trip,
+                                on_close)
 
     @property
     def retry_count(self) -> int:
@@ -217,8 +220,15 @@ class StreamChain:
 
     async def flush(self) -> list[Any]:
         """End of source: collect what each processor still holds (``flush_output_stream``),
-        passing each flushed chunk through the processors after it. Returns the chunks to emit."""
-        out: list[Any] = []
+        passing each flushed chunk through the processors after it. Returns the chunks to emit
+        (what hooks wrote meanwhile stays with the writer)."""
+        return [part async for part in self._flushed(None)]
+
+    async def _flushed(self, pending: list[Chunk] | None) -> AsyncIterator[Chunk]:
+        """``flush`` as ``drive`` runs it: yields as each processor is flushed — first what was
+        written into ``pending`` meanwhile (as for any chunk: writes come out before the chunk
+        being processed), then what its flushed chunks became — so what an earlier processor
+        flushed still comes out when a later one trips or fails."""
         for spec in self.flushers:
             hook = spec.flush
             if hook is None:  # pragma: no cover - flushers only holds specs with a flush
@@ -233,20 +243,24 @@ class StreamChain:
                     res = await res
             except BaseException as exc:
                 raise hook_failure(spec.id, "flush_output_stream", exc)  # keeps __cause__
-            if not res:
-                continue
-            flushed = res if isinstance(res, list) else [res]
-            if self.timed:
-                self._note_flushed_text(spec, flushed)
-            rest = self._rest(spec)
-            for part in flushed:
-                r = rest.push(part)
-                if rest.is_async:
-                    r = await r
-                if r is None:
-                    continue
-                (out.extend if r.__class__ is list else out.append)(r)
-        return out
+            out: list[Chunk] = []
+            if res:
+                flushed = res if isinstance(res, list) else [res]
+                if self.timed:
+                    self._note_flushed_text(spec, flushed)
+                rest = self._rest(spec)
+                for part in flushed:
+                    r = rest.push(part)
+                    if rest.is_async:
+                        r = await r
+                    if r is None:
+                        continue
+                    (out.extend if r.__class__ is list else out.append)(r)
+            if pending:
+                out[:0] = pending
+                pending.clear()
+            for part in out:
+                yield part
 
     def _note_flushed_text(self, spec: ProcessorSpec, flushed: list[Any]) -> None:
         """Text a processor first lets out at the end of the step (it held everything) counts
