@@ -85,6 +85,8 @@ class _Bound:
     drive: Callable[..., AsyncIterator[Chunk]]
     stats: list[StreamStats]
     shape: Shape
+    #: Index of each hook that raised on a chunk: that chunk reached no hook after it.
+    failed: list[int]
 
 
 def _bind(specs: Sequence[ProcessorSpec], runtime: RequestRuntime, writer: Writer | None,
@@ -99,13 +101,15 @@ def _bind(specs: Sequence[ProcessorSpec], runtime: RequestRuntime, writer: Write
         "stream_parts": parts.setdefault(s.id, []),
     } for s in specs]
     stats = [StreamStats() for _ in specs]
+    failed: list[int] = []
 
     def fail(i: int, exc: BaseException) -> BaseException:
+        failed.append(i)
         return hook_failure(specs[i].id, HOOK, exc)
 
     env = _Env(ctx, fail, time.perf_counter_ns, DataChunk, TextDelta, run_data, TripWire)
     push, count, arm, drive = factory_for(shape)([h.fn for h in hooks], consts, stats, env)
-    return _Bound(push, count, arm, drive, stats, shape)
+    return _Bound(push, count, arm, drive, stats, shape, failed)
 
 
 async def _nothing_flushed() -> AsyncIterator[Chunk]:
@@ -279,8 +283,9 @@ class StreamChain:
         """Write one trace record per stream processor for this step and reset the counters.
 
         ``calls`` and ``dropped`` are exact: calls of processor *i* are the chunks that entered
-        minus what processors before it dropped, plus what they fanned out. Durations come from
-        the sampled calls, scaled to all calls (data chunks are always timed)."""
+        minus what processors before it dropped or raised on (a tripwire), plus what they
+        fanned out. Durations come from the sampled calls, scaled to all calls (data chunks are
+        always timed)."""
         if not self.timed:
             return
         entered = self._main.count() - self._counted
@@ -291,12 +296,12 @@ class StreamChain:
         flowing = entered
         for i, st in enumerate(self._main.stats):
             calls[i] = flowing
-            flowing += st.fanout - st.dropped
+            flowing += st.fanout - st.dropped - self._main.failed.count(i)
         flowing = data_entered
         data_calls = {}
-        for j, st in zip(self._data_index, self._data.stats):
+        for k, (j, st) in enumerate(zip(self._data_index, self._data.stats)):
             data_calls[j] = flowing
-            flowing += st.fanout - st.dropped
+            flowing += st.fanout - st.dropped - self._data.failed.count(k)
         for i, spec in enumerate(self.specs):
             main = self._main.stats[i]
             ns = main.ns * calls[i] / main.sampled if main.sampled else 0.0
@@ -317,4 +322,6 @@ class StreamChain:
         for st in self._main.stats + self._data.stats:
             st.sampled = st.dropped = st.ns = st.first_ns = st.fanout = 0
             st.text_in_ns = st.text_out_ns = 0
+        self._main.failed.clear()
+        self._data.failed.clear()
         self._main.arm()

@@ -151,8 +151,10 @@ def _chain_body(shape: Shape, start: int, *, timed: bool, probe: bool, entry: st
             lines.append(f"if not st{i}.text_out_ns and {_HAS_TEXT}: st{i}.text_out_ns = pc()")
         lines += ["if out is None:", f"    st{i}.dropped += 1", *drop]
         if hook.multi:
-            lines += ["if out.__class__ is list:", f"    st{i}.fanout += len(out) - 1",
-                      "    acc = []", "    for p in out:",
+            # Fanned-out chunks are counted as they go on (not ``len(out) - 1`` up front), so
+            # the trace's call counts stay exact when one of them trips the wire.
+            lines += ["if out.__class__ is list:", f"    st{i}.fanout -= 1",
+                      "    acc = []", "    for p in out:", f"        st{i}.fanout += 1",
                       f"        r = {aw_chain}{entry}{i + 1}(p)",
                       "        if r is None: continue",
                       "        if r.__class__ is list: acc.extend(r)",
