@@ -112,8 +112,11 @@ def _bind(specs: Sequence[ProcessorSpec], runtime: RequestRuntime, writer: Write
     return _Bound(push, count, arm, drive, stats, shape, failed)
 
 
+_NOTHING: tuple[Chunk, ...] = ()
+
+
 async def _nothing_flushed() -> AsyncIterator[Chunk]:
-    for part in ():  # an async generator that yields nothing
+    for part in _NOTHING:  # an async generator that yields nothing
         yield part
 
 
@@ -154,7 +157,7 @@ class StreamChain:
         self._writer = writer
         self._message_list = message_list
         self.timed = runtime.timed if timed is None else timed
-        self.ctx = _Ctx() if continues is None else continues.ctx
+        self.ctx: _Ctx = _Ctx() if continues is None else continues.ctx
         # Processor id -> the parts that reached it (its hook's ``stream_parts``), one list for
         # the main and the ``data-*`` chain alike.
         self._parts: dict[str, list[Chunk]] = {} if continues is None else continues._parts
