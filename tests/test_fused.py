@@ -23,6 +23,7 @@ import io
 import itertools
 import json
 import linecache
+import re
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -830,3 +831,49 @@ class TestRegressions:
         assert _texts(out) == [("tripwire", "z", "trip")]
         assert {r.processor_id: r.calls for r in applied.trace} == {"fan": 1, "trip": 2,
                                                                    "after": 1}
+
+
+# --------------------------------------------------------------------------- fused_source
+
+
+def _push_calls(source: str) -> list[str]:
+    """The hooks ``push`` of the (first) generated module calls, in order."""
+    lines = source.splitlines()
+    start = next(i for i, line in enumerate(lines)
+                 if line.startswith(("    def push(", "    async def push("))) + 1
+    end = next(i for i in range(start, len(lines)) if not lines[i].startswith("        "))
+    calls = (re.match(r"\s*out = (?:await )?(f\d+)\(", line) for line in lines[start:end])
+    return [call.group(1) for call in calls if call]
+
+
+class TestFusedSource:
+    @pytest.mark.parametrize("timed", [pytest.param(False, id="the untimed chain"),
+                                       pytest.param(True, id="the timed chain")])
+    def test_one_call_per_stream_hook(self, mode: str, timed: bool) -> None:
+        pipeline = [ops.map_text(hook(mode, str.upper)),
+                    P("input only", process_input=lambda messages: messages),
+                    P("guard", process_output_stream=hook(mode, lambda part, state: part)),
+                    ops.take(3)]
+        source = ops.fused_source(pipeline, timed=timed)
+        assert _push_calls(source) == ["f0", "f1", "f2"]
+        assert "f3" not in source
+        compile(source, "<fused_source>", "exec")
+
+    def test_pipelines_of_the_same_shape_print_the_same_source(self) -> None:
+        first = ops.map(lambda part: part) | ops.filter(lambda part: True)
+        second = [ops.drop(lambda part: False), ops.tap(print)]
+        assert ops.fused_source(first) == ops.fused_source(second)
+        assert ops.fused_source(first, timed=True) == ops.fused_source(second, timed=True)
+        assert ops.fused_source(first) != ops.fused_source(first, timed=True)
+
+    def test_it_is_the_source_tracebacks_show(self) -> None:
+        pipeline = [P("a", process_output_stream=lambda part, writer: part),
+                    P("b", process_output_stream=lambda part: part, process_data_parts=True)]
+        source = ops.fused_source(pipeline)
+        assert "# data-* chunks: processors with process_data_parts = True" in source
+        main = source.split("\n# data-* chunks")[0]
+        procs = [register(p) for p in pipeline]
+        shape = Shape(tuple(HookShape.of(s.hooks["process_output_stream"], s.multi_emit)
+                            for s in procs), "off", True, False)
+        filename = factory_for(shape).__code__.co_filename
+        assert "".join(linecache.getlines(filename)) == main
