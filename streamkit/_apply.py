@@ -164,7 +164,7 @@ def fused_source(pipeline: Any, *, timed: bool = False) -> str:
 
     Example:
         >>> source = ops.fused_source(ops.map_text(str.upper) | ops.drop(is_reasoning))
-        >>> [line.strip() for line in source.splitlines() if "= f" in line][:2]
+        >>> [line.strip() for line in source.splitlines() if "out = f" in line][:2]
         ['out = f0(part)', 'out = f1(part)']
     """
     specs = [register(p) for p in flatten_processors(pipeline)]
