@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import doctest
 import inspect
 import io
 import itertools
@@ -877,3 +878,10 @@ class TestFusedSource:
                             for s in procs), "off", True, False)
         filename = factory_for(shape).__code__.co_filename
         assert "".join(linecache.getlines(filename)) == main
+
+    def test_the_docstring_example_runs(self) -> None:
+        globs = {"ops": ops, "is_reasoning": lambda part: part.__class__ is ReasoningDelta}
+        runner = doctest.DocTestRunner()
+        for test in doctest.DocTestFinder().find(ops.fused_source, globs=globs):
+            runner.run(test)
+        assert (runner.failures, runner.tries) == (0, 2)
