@@ -1,8 +1,9 @@
 """Running a pipeline without an agent, and the edges to reactivex and aiostream.
 
 What belongs here: ``apply`` (the standalone runner: ``StreamChain.drive``, the one loop that
-drives a source through a chain, over any chunk source), ``AppliedStream``, and the source
-adapters (``to_observable``, ``from_observable``, ``merge``). Everything is re-exported from ``streamkit.ops``; the operators
+drives a source through a chain, over any chunk source), ``AppliedStream``, ``fused_source`` (the
+generated code of a pipeline's chain, for reading), and the source adapters (``to_observable``,
+``from_observable``, ``merge``). Everything is re-exported from ``streamkit.ops``; the operators
 themselves live there. reactivex and aiostream are used only at these edges, never per chunk.
 """
 
@@ -24,7 +25,7 @@ from .processors._runtime import RequestRuntime, Writer
 from .processors._spec import register
 from .tripwire import TripWire
 
-__all__ = ["apply", "AppliedStream", "to_observable", "from_observable", "merge"]
+__all__ = ["apply", "AppliedStream", "fused_source", "to_observable", "from_observable", "merge"]
 
 
 # --------------------------------------------------------------------------- standalone runs
@@ -144,6 +145,35 @@ def apply(source: Any, pipeline: Any, *, request_context: Any = None, run_id: st
     """
     return AppliedStream(source, pipeline, request_context=request_context, run_id=run_id,
                          timed=timed)
+
+
+def fused_source(pipeline: Any, *, timed: bool = False) -> str:
+    """The Python source of the fused chain that runs ``pipeline``'s stream hooks.
+
+    Every ``process_output_stream`` of a pipeline runs in one generated function per chunk
+    (``streamkit.processors._fused``); this is that function's module, as a traceback through
+    it shows it. ``f0``, ``f1``... are the stream hooks in pipeline order (processors without
+    one are not in it), each called with exactly the parameters it names. When some processor
+    does not see ``data-*`` chunks, the source of the separate ``data-*`` chain follows. The
+    text depends only on the pipeline's *shape* (sync/async hooks, their parameters,
+    ``multi_emit``, ``process_data_parts``), not on what the hooks do.
+
+    Args:
+        pipeline: a processor, a ``Pipeline`` or a list of them (registered here, as ``apply``
+            does; an invalid processor raises ``ProcessorDefinitionError``).
+        timed: the chain ``apply(..., timed=True)`` and the agent run (sampled timing), instead
+            of the untimed one ``apply`` runs by default.
+
+    Returns:
+        The generated module's source.
+
+    Example:
+        >>> source = ops.fused_source(ops.map_text(str.upper) | ops.drop(is_reasoning))
+        >>> [line.strip() for line in source.splitlines() if "out = f" in line][:2]
+        ['out = f0(part)', 'out = f1(part)']
+    """
+    specs = [register(p) for p in flatten_processors(pipeline)]
+    return StreamChain(specs, RequestRuntime(timed=timed)).source
 
 
 # --------------------------------------------------------------------------- reactivex bridges

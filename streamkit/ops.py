@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable
 
 import msgspec
 
-from ._apply import AppliedStream, apply, from_observable, merge, to_observable
+from ._apply import AppliedStream, apply, from_observable, fused_source, merge, to_observable
 from .chunks import CHUNK_TYPES, DataChunk, TextDelta
 from .errors import InvalidArgument, InvalidType
 from .processors import Pipeline, Processor, TripWire, is_async_callable
@@ -36,7 +36,7 @@ from .processors import Pipeline, Processor, TripWire, is_async_callable
 __all__ = [
     "map", "filter", "drop", "abort", "tap", "scan", "batch", "take", "skip", "take_while",
     "distinct_until_changed", "start_with", "flat_map", "map_text", "with_text", "apply",
-    "AppliedStream",
+    "AppliedStream", "fused_source",
     "to_observable", "from_observable", "merge",
 ]
 

@@ -77,7 +77,7 @@ INTENDED: dict[str, set[str]] = {
     "streamkit.ops": {
         "map", "filter", "drop", "abort", "tap", "scan", "batch", "take", "skip", "take_while",
         "distinct_until_changed", "start_with", "flat_map", "map_text", "with_text", "apply",
-        "AppliedStream", "to_observable", "from_observable", "merge",
+        "AppliedStream", "fused_source", "to_observable", "from_observable", "merge",
     },
     "streamkit.tools": {"Tool", "tool", "json_schema"},
     "streamkit.tokens": {

@@ -22,6 +22,7 @@ the safe default. (Mastra logs and passes the chunk on; we chose not to.)
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from dataclasses import dataclass
 from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
@@ -84,31 +85,39 @@ class _Bound:
     drive: Callable[..., AsyncGenerator[Chunk, None]]
     stats: list[StreamStats]
     shape: Shape
+    #: Index of each hook that raised on a chunk: that chunk reached no hook after it.
+    failed: list[int]
 
 
 def _bind(specs: Sequence[ProcessorSpec], runtime: RequestRuntime, writer: Writer | None,
           message_list: Any, ctx: _Ctx, timing: Timing, run_data: Callable[[Chunk], Any] | None,
-          is_async: bool) -> _Bound:
+          is_async: bool, parts: dict[str, list[Chunk]]) -> _Bound:
     hooks = [s.hooks[HOOK] for s in specs]
     shape = Shape(tuple(HookShape.of(h, s.multi_emit) for h, s in zip(hooks, specs)), timing,
                   run_data is not None, is_async)
     consts = [{
         "state": runtime.state(s.id), "abort": runtime.abort(s.id), "message_list": message_list,
         "request_context": runtime.request_context, "writer": writer, "tracing_context": None,
-        "stream_parts": [],
+        "stream_parts": parts.setdefault(s.id, []),
     } for s in specs]
     stats = [StreamStats() for _ in specs]
+    failed: list[int] = []
 
     def fail(i: int, exc: BaseException) -> BaseException:
+        failed.append(i)
         return hook_failure(specs[i].id, HOOK, exc)
 
     env = _Env(ctx, fail, time.perf_counter_ns, DataChunk, TextDelta, run_data, TripWire)
     push, count, arm, drive = factory_for(shape)([h.fn for h in hooks], consts, stats, env)
-    return _Bound(push, count, arm, drive, stats, shape)
+    return _Bound(push, count, arm, drive, stats, shape, failed)
 
 
-async def _nothing_flushed() -> list[Chunk]:
-    return []
+_NOTHING: tuple[Chunk, ...] = ()
+
+
+async def _nothing_flushed() -> AsyncIterator[Chunk]:
+    for part in _NOTHING:  # an async generator that yields nothing
+        yield part
 
 
 class StreamChain:
@@ -132,11 +141,15 @@ class StreamChain:
 
     Raises (from ``push``/``flush``/``drive``): ``TripWire`` with its ``processor_id`` filled in,
     or ``ProcessorError`` wrapping any other exception.
+
+    ``continues``: the chain this one is the rest of (``flush`` pushes what a processor flushed
+    through the processors after it). The two share the request's ``retry_count`` and each
+    processor's ``stream_parts`` — the parts that reached it, whichever chain they came through.
     """
 
     def __init__(self, specs: Sequence[ProcessorSpec], runtime: RequestRuntime, *,
                  writer: Writer | None = None, message_list: Any = None,
-                 timed: bool | None = None) -> None:
+                 timed: bool | None = None, continues: StreamChain | None = None) -> None:
         self.runtime = runtime
         self.specs = [s for s in specs if HOOK in s.hooks]
         self.flushers = [s for s in specs if s.flush is not None]
@@ -144,15 +157,19 @@ class StreamChain:
         self._writer = writer
         self._message_list = message_list
         self.timed = runtime.timed if timed is None else timed
-        self.ctx = _Ctx()
+        self.ctx: _Ctx = _Ctx() if continues is None else continues.ctx
+        # Processor id -> the parts that reached it (its hook's ``stream_parts``), one list for
+        # the main and the ``data-*`` chain alike.
+        self._parts: dict[str, list[Chunk]] = {} if continues is None else continues._parts
         data_specs = [s for s in self.specs if s.process_data_parts]
         self.is_async = any(s.hooks[HOOK].is_async for s in self.specs)
         self._data = _bind(data_specs, runtime, writer, message_list, self.ctx,
-                           "always" if self.timed else "off", None, self.is_async)
+                           "always" if self.timed else "off", None, self.is_async, self._parts)
         # When every stream processor sees data chunks, no dispatch is needed.
         run_data = None if len(data_specs) == len(self.specs) else self._data.push
         self._main = _bind(self.specs, runtime, writer, message_list, self.ctx,
-                           "sampled" if self.timed else "off", run_data, self.is_async)
+                           "sampled" if self.timed else "off", run_data, self.is_async,
+                           self._parts)
         self.push: Callable[[Chunk], Any] = self._main.push
         self._data_index = [self.specs.index(s) for s in data_specs]
         self.empty = not self.specs
@@ -191,8 +208,9 @@ class StreamChain:
             The chunks that came out of the chain, in order.
         """
         is_list = isinstance(source, (list, tuple))
-        return self._main.drive(source, is_list, pending, held, on_held,
-                                self.flush if flush else _nothing_flushed, on_trip, on_close)
+        flushed = functools.partial(self._flushed, pending) if flush else _nothing_flushed
+        return self._main.drive(source, is_list, pending, held, on_held, flushed, on_trip,
+                                on_close)
 
     @property
     def retry_count(self) -> int:
@@ -205,12 +223,19 @@ class StreamChain:
     def _rest(self, spec: ProcessorSpec) -> StreamChain:
         pos = self._all_specs.index(spec)
         return StreamChain(self._all_specs[pos + 1:], self.runtime, writer=self._writer,
-                           message_list=self._message_list, timed=False)
+                           message_list=self._message_list, timed=False, continues=self)
 
     async def flush(self) -> list[Any]:
         """End of source: collect what each processor still holds (``flush_output_stream``),
-        passing each flushed chunk through the processors after it. Returns the chunks to emit."""
-        out: list[Any] = []
+        passing each flushed chunk through the processors after it. Returns the chunks to emit
+        (what hooks wrote meanwhile stays with the writer)."""
+        return [part async for part in self._flushed(None)]
+
+    async def _flushed(self, pending: list[Chunk] | None) -> AsyncIterator[Chunk]:
+        """``flush`` as ``drive`` runs it: yields as each processor is flushed — first what was
+        written into ``pending`` meanwhile (as for any chunk: writes come out before the chunk
+        being processed), then what its flushed chunks became — so what an earlier processor
+        flushed still comes out when a later one trips or fails."""
         for spec in self.flushers:
             hook = spec.flush
             if hook is None:  # pragma: no cover - flushers only holds specs with a flush
@@ -224,21 +249,25 @@ class StreamChain:
                 if hook.is_async:
                     res = await res
             except BaseException as exc:
-                raise hook_failure(spec.id, "flush_output_stream", exc) from None
-            if not res:
-                continue
-            flushed = res if isinstance(res, list) else [res]
-            if self.timed:
-                self._note_flushed_text(spec, flushed)
-            rest = self._rest(spec)
-            for part in flushed:
-                r = rest.push(part)
-                if rest.is_async:
-                    r = await r
-                if r is None:
-                    continue
-                (out.extend if r.__class__ is list else out.append)(r)
-        return out
+                raise hook_failure(spec.id, "flush_output_stream", exc)  # keeps __cause__
+            out: list[Chunk] = []
+            if res:
+                flushed = res if isinstance(res, list) else [res]
+                if self.timed:
+                    self._note_flushed_text(spec, flushed)
+                rest = self._rest(spec)
+                for part in flushed:
+                    r = rest.push(part)
+                    if rest.is_async:
+                        r = await r
+                    if r is None:
+                        continue
+                    (out.extend if r.__class__ is list else out.append)(r)
+            if pending:
+                out[:0] = pending
+                pending.clear()
+            for part in out:
+                yield part
 
     def _note_flushed_text(self, spec: ProcessorSpec, flushed: list[Any]) -> None:
         """Text a processor first lets out at the end of the step (it held everything) counts
@@ -257,8 +286,9 @@ class StreamChain:
         """Write one trace record per stream processor for this step and reset the counters.
 
         ``calls`` and ``dropped`` are exact: calls of processor *i* are the chunks that entered
-        minus what processors before it dropped, plus what they fanned out. Durations come from
-        the sampled calls, scaled to all calls (data chunks are always timed)."""
+        minus what processors before it dropped or raised on (a tripwire), plus what they
+        fanned out. Durations come from the sampled calls, scaled to all calls (data chunks are
+        always timed)."""
         if not self.timed:
             return
         entered = self._main.count() - self._counted
@@ -269,12 +299,12 @@ class StreamChain:
         flowing = entered
         for i, st in enumerate(self._main.stats):
             calls[i] = flowing
-            flowing += st.fanout - st.dropped
+            flowing += st.fanout - st.dropped - self._main.failed.count(i)
         flowing = data_entered
         data_calls = {}
-        for j, st in zip(self._data_index, self._data.stats):
+        for k, (j, st) in enumerate(zip(self._data_index, self._data.stats)):
             data_calls[j] = flowing
-            flowing += st.fanout - st.dropped
+            flowing += st.fanout - st.dropped - self._data.failed.count(k)
         for i, spec in enumerate(self.specs):
             main = self._main.stats[i]
             ns = main.ns * calls[i] / main.sampled if main.sampled else 0.0
@@ -295,4 +325,6 @@ class StreamChain:
         for st in self._main.stats + self._data.stats:
             st.sampled = st.dropped = st.ns = st.first_ns = st.fanout = 0
             st.text_in_ns = st.text_out_ns = 0
+        self._main.failed.clear()
+        self._data.failed.clear()
         self._main.arm()

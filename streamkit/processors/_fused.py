@@ -27,9 +27,9 @@ The generated module defines, inside ``factory(fns, consts, stats, env)``:
   generator, **the one loop that drives a source through the chain** (``ops.apply`` and the
   agent's model step both run it). Written chunks in ``pending`` are yielded before the chunk
   being processed; chunks whose class is in ``held`` are handed to ``on_held`` instead of the
-  chain (the agent keeps the model's ``finish``); at the end ``flush()`` returns what the hooks
-  still hold; ``on_trip(tripwire)`` turns a ``TripWire`` into a final chunk (``None``: re-raise);
-  ``on_close()`` runs however the loop ends.
+  chain (the agent keeps the model's ``finish``); at the end ``flush()`` (an async iterator)
+  yields what the hooks still held; ``on_trip(tripwire)`` turns a ``TripWire`` into a final
+  chunk (``None``: re-raise); ``on_close()`` runs however the loop ends.
 * ``count()``/``arm()``: chunks that entered; re-arm the time-to-first-chunk probe.
 
 Timing modes: ``"off"`` (the chain is inlined into ``drive``: no call per chunk beyond the hooks),
@@ -123,11 +123,12 @@ def _chain_body(shape: Shape, start: int, *, timed: bool, probe: bool, entry: st
         probe: note when the first text delta enters and leaves each hook.
         entry: prefix of the continuation functions a fan-out calls (``rest``/``probe``).
         tail: ``None`` inside a function (a drop returns ``None``, the result is returned);
-            else the statements that deliver ``part`` inside ``drive``'s loop (a drop
-            ``continue``s).
+            else the statements that deliver ``part`` inside ``drive``'s loop (a drop yields
+            what hooks wrote meanwhile and ``continue``s).
     """
     lines: list[str] = []
-    drop = "    continue" if tail is not None else "    return None"
+    drop = [*_indent(_written(shape), 1), "    continue"] if tail is not None \
+        else ["    return None"]
     aw_chain = "await " if shape.is_async else ""
     for i in range(start, len(shape.hooks)):
         hook = shape.hooks[i]
@@ -140,16 +141,20 @@ def _chain_body(shape: Shape, start: int, *, timed: bool, probe: bool, entry: st
         if timed:
             lines.append("    t0 = pc()")
         lines.append(f"    out = {'await ' if hook.is_async else ''}f{i}({_call_args(i, hook)})")
-        lines += ["except BaseException as exc:", f"    raise fail({i}, exc) from None"]
+        # No ``from None``: that would erase the ``__cause__`` ``fail`` sets (the hook's own
+        # exception, whose traceback shows the hook and these lines).
+        lines += ["except BaseException as exc:", f"    raise fail({i}, exc)"]
         if timed:
             lines += ["t1 = pc() - t0", f"if not st{i}.sampled: st{i}.first_ns = t1",
                       f"st{i}.sampled += 1", f"st{i}.ns += t1"]
         if probe:
             lines.append(f"if not st{i}.text_out_ns and {_HAS_TEXT}: st{i}.text_out_ns = pc()")
-        lines += ["if out is None:", f"    st{i}.dropped += 1", drop]
+        lines += ["if out is None:", f"    st{i}.dropped += 1", *drop]
         if hook.multi:
-            lines += ["if out.__class__ is list:", f"    st{i}.fanout += len(out) - 1",
-                      "    acc = []", "    for p in out:",
+            # Fanned-out chunks are counted as they go on (not ``len(out) - 1`` up front), so
+            # the trace's call counts stay exact when one of them trips the wire.
+            lines += ["if out.__class__ is list:", f"    st{i}.fanout -= 1",
+                      "    acc = []", "    for p in out:", f"        st{i}.fanout += 1",
                       f"        r = {aw_chain}{entry}{i + 1}(p)",
                       "        if r is None: continue",
                       "        if r.__class__ is list: acc.extend(r)",
@@ -157,7 +162,7 @@ def _chain_body(shape: Shape, start: int, *, timed: bool, probe: bool, entry: st
             if tail is None:
                 lines.append("    return acc")
             else:
-                lines += ["    for part in acc:", *_indent(tail, 2), "    continue"]
+                lines += ["    for part in acc:", *_indent(tail, 2), *drop]
         lines.append("part = out")
     lines += tail if tail is not None else ["return part"]
     return lines
@@ -198,12 +203,17 @@ def _push(shape: Shape) -> list[str]:
     return _function(shape, "push", lines)
 
 
+def _written(shape: Shape) -> list[str]:
+    """Inside ``drive``: yield what hooks wrote (also when the chunk itself was dropped: a
+    write must not wait for the next chunk that gets through)."""
+    if not shape.writes:
+        return []
+    return ["if pending:", "    for w in pending:", "        yield w", "    pending.clear()"]
+
+
 def _deliver(shape: Shape) -> list[str]:
     """Inside ``drive``: yield what hooks wrote, then ``part``."""
-    if not shape.writes:
-        return ["yield part"]
-    return ["if pending:", "    for w in pending:", "        yield w", "    pending.clear()",
-            "yield part"]
+    return [*_written(shape), "yield part"]
 
 
 def _drive_loop(shape: Shape, kind: Literal["list", "aiter"]) -> list[str]:
@@ -216,16 +226,13 @@ def _drive_loop(shape: Shape, kind: Literal["list", "aiter"]) -> list[str]:
         if shape.dispatch:
             body += ["if part.__class__ is data_cls:",
                      f"    out = {'await ' if shape.is_async else ''}run_data(part)",
-                     "    if out is None: continue",
+                     "    if out is None:", *_indent(_written(shape), 2), "        continue",
                      "    for part in (out if out.__class__ is list else (out,)):",
-                     *_indent(deliver, 2), "    continue"]
+                     *_indent(deliver, 2), *_indent(_written(shape), 1), "    continue"]
         body += _chain_body(shape, 0, timed=False, probe=False, entry="rest", tail=deliver)
     else:
-        body += [f"out = {'await ' if shape.is_async else ''}push(part)"]
-        if shape.writes:
-            body += ["if pending:", "    for w in pending:", "        yield w",
-                     "    pending.clear()"]
-        body += ["if out is None: continue",
+        body += [f"out = {'await ' if shape.is_async else ''}push(part)", *_written(shape),
+                 "if out is None: continue",
                  "if out.__class__ is list:", "    for o in out: yield o", "    continue",
                  "yield out"]
     return [head, *_indent(body, 1)]
@@ -238,7 +245,9 @@ def _drive(shape: Shape) -> list[str]:
     lines += _indent(_drive_loop(shape, "list"), 4)
     lines.append("            else:")
     lines += _indent(_drive_loop(shape, "aiter"), 4)
-    lines += ["            for part in await flush():", "                yield part",
+    lines += ["            flushing = flush()", "            try:",
+              "                async for part in flushing:", "                    yield part",
+              "            finally:", "                await flushing.aclose()",
               "            if pending:", "                for w in pending:",
               "                    yield w", "                pending.clear()",
               "        except TripWire as tw:", "            if on_trip is None:",
