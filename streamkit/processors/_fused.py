@@ -216,10 +216,14 @@ def _deliver(shape: Shape) -> list[str]:
     return [*_written(shape), "yield part"]
 
 
-def _drive_loop(shape: Shape, kind: Literal["list", "aiter"]) -> list[str]:
-    """The loop of ``drive`` over a list (``for``) or an async iterator (``async for``)."""
+def _drive_loop(shape: Shape, kind: Literal["list", "aiter"], holding: bool) -> list[str]:
+    """The loop of ``drive`` over a list (``for``) or an async iterator (``async for``);
+    ``holding``: the variant that takes ``held`` chunk classes out first (the agent's model
+    step). Both variants are generated so that ``ops.apply`` pays no check for it per chunk."""
     head = "for part in source:" if kind == "list" else "async for part in source:"
-    body: list[str] = ["if held and part.__class__ in held:", "    on_held(part)", "    continue"]
+    body: list[str] = []
+    if holding:
+        body += ["if part.__class__ in held:", "    on_held(part)", "    continue"]
     deliver = _deliver(shape)
     if shape.timing == "off":
         # Inlined: no call per chunk beyond the hooks themselves (and, untimed, no count).
@@ -241,10 +245,11 @@ def _drive_loop(shape: Shape, kind: Literal["list", "aiter"]) -> list[str]:
 def _drive(shape: Shape) -> list[str]:
     lines = ["async def drive(source, is_list, pending, held, on_held, flush, on_trip, "
              "on_close):"]
-    lines += ["    try:", "        try:", "            if is_list:"]
-    lines += _indent(_drive_loop(shape, "list"), 4)
-    lines.append("            else:")
-    lines += _indent(_drive_loop(shape, "aiter"), 4)
+    lines += ["    try:", "        try:"]
+    for kind in ("list", "aiter"):
+        lines.append("            if is_list:" if kind == "list" else "            else:")
+        lines += ["                if held:", *_indent(_drive_loop(shape, kind, True), 5),
+                  "                else:", *_indent(_drive_loop(shape, kind, False), 5)]
     lines += ["            flushing = flush()", "            try:",
               "                async for part in flushing:", "                    yield part",
               "            finally:", "                await flushing.aclose()",
