@@ -31,6 +31,7 @@ from ..messages import DataPart, Message, MessageContent, MessageList
 from ..processors._chain import StreamChain
 from ..processors._runtime import RequestRuntime
 from ..tripwire import TripWire
+from ._build import StepRecorder
 from ._result import AgentResult, TripwireInfo
 from ._routing import Origin, Outbox
 from ._state import RunConfig, RunState, StepState
@@ -159,12 +160,14 @@ class Run:
                             yield chunk
                         stream = handed.chunks
                         rec = st.step.recorder if st.step is not None else None
-                        keep = rec.chunks if rec is not None else None
+                        if rec is None:  # every stream runs in a recorded step; keep it simple
+                            rec = StepRecorder(keep_chunks=False)
+                        keep = rec.chunks
                         text_id: str | None = None
                         buf: list[str] = []
                         try:
                             async for chunk in stream:
-                                if chunk.__class__ is TextDelta and rec is not None:
+                                if chunk.__class__ is TextDelta:
                                     # The hot path, ``deliver`` inlined: a text delta is
                                     # recorded by appending its text to its part's buffer.
                                     payload = chunk.payload
@@ -203,9 +206,10 @@ class Run:
                     outbox.discard()
                     st.error = exc
                     nxt = "fail"
-                for chunk in outbox.take():
-                    self.deliver(chunk)
-                    yield chunk
+                if outbox.ready:
+                    for chunk in outbox.take():
+                        self.deliver(chunk)
+                        yield chunk
                 self.graph.check(node, nxt)
                 node = nxt
         finally:

@@ -208,7 +208,8 @@ class StreamChain:
             The chunks that came out of the chain, in order.
         """
         is_list = isinstance(source, (list, tuple))
-        flushed = functools.partial(self._flushed, pending) if flush else _nothing_flushed
+        flushed = functools.partial(self._flushed, pending) if flush and self.flushers \
+            else _nothing_flushed
         return self._main.drive(source, is_list, pending, held, on_held, flushed, on_trip,
                                 on_close)
 

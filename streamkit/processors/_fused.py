@@ -236,9 +236,10 @@ def _drive_loop(shape: Shape, kind: Literal["list", "aiter"], holding: bool) -> 
         body += _chain_body(shape, 0, timed=False, probe=False, entry="rest", tail=deliver)
     else:
         body += [f"out = {'await ' if shape.is_async else ''}push(part)", *_written(shape),
-                 "if out is None: continue",
-                 "if out.__class__ is list:", "    for o in out: yield o", "    continue",
-                 "yield out"]
+                 "if out is None: continue"]
+        if any(h.multi for h in shape.hooks):  # only a multi-emit hook makes push return a list
+            body += ["if out.__class__ is list:", "    for o in out: yield o", "    continue"]
+        body.append("yield out")
     return [head, *_indent(body, 1)]
 
 
