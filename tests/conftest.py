@@ -12,7 +12,6 @@ from typing import Any, Callable
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
 
 
 @pytest.fixture(params=["sync", "async"])

@@ -49,20 +49,13 @@ UTC = timezone.utc
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
 
-def _fixture_path() -> Path | None:
-    for base in (Path(__file__).parent / "fixtures" / "mastra",
-                 Path("/work/shared/fixtures/mastra")):
-        if (base / "tool-turn.result.json").exists():
-            return base / "tool-turn.result.json"
-    return None
+#: A real Mastra 1.71.0 result, copied into the repository from shared/fixtures/mastra.
+TOOL_TURN = Path(__file__).parent / "fixtures" / "mastra" / "tool-turn.result.json"
 
 
 @pytest.fixture(scope="module")
 def tool_turn() -> dict[str, Any]:
-    path = _fixture_path()
-    if path is None:
-        pytest.skip("Mastra fixture tool-turn.result.json not found")
-    result: dict[str, Any] = json.loads(path.read_text())
+    result: dict[str, Any] = json.loads(TOOL_TURN.read_text())
     return result
 
 

@@ -34,9 +34,10 @@ from streamkit.models import ToolSpec
 from streamkit.testing import ScriptedModel, reasoning, text, tool_call
 from streamkit.tokens import TokenCounter, get_counter
 
-from .conftest import SHARED
+from .conftest import REPO
 
-FIXTURES = SHARED / "fixtures" / "openai-compatible"
+# The recorded OpenAI-compatible server (copied from shared/fixtures/openai-compatible).
+FIXTURES = REPO / "tests" / "fixtures" / "openai"
 
 COOKBOOK_CHAT = [
     {"role": "system", "content": "You are a helpful, pattern-following assistant that "

@@ -22,9 +22,9 @@ from streamkit.chunks import (
 from streamkit.errors import ChunkDecodeError, InvalidType
 from streamkit.wire import SSEEvent, SSEParser
 
-# CI runs in a fresh clone with shared/ beside the repository: <repo>/../shared
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-MASTRA_FIXTURES = sorted((SHARED / "fixtures" / "mastra").glob("*.jsonl"))
+# Real Mastra 1.71.0 recordings, copied into the repository (a user's clone has no ../shared).
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+MASTRA_FIXTURES = sorted((FIXTURES / "mastra").glob("*.jsonl"))
 OWN_FIXTURES = sorted((Path(__file__).resolve().parent / "fixtures" / "chunks").glob("*.json"))
 
 
@@ -39,7 +39,7 @@ def mastra_lines() -> list[Any]:
 
 def test_shared_mastra_fixtures_are_present() -> None:
     names = {path.name for path in MASTRA_FIXTURES}
-    assert {"text-only.jsonl", "tool-turn.jsonl"} <= names, f"looked in {SHARED}"
+    assert {"text-only.jsonl", "tool-turn.jsonl"} <= names, f"looked in {FIXTURES}"
 
 
 @pytest.mark.parametrize("line", mastra_lines())
@@ -53,7 +53,7 @@ def test_every_mastra_line_decodes_and_reencodes_to_equal_json(line: str) -> Non
 
 
 def test_mastra_step_finish_fields_are_typed() -> None:
-    lines = (SHARED / "fixtures" / "mastra" / "text-only.jsonl").read_text().splitlines()
+    lines = (FIXTURES / "mastra" / "text-only.jsonl").read_text().splitlines()
     finish = wire.decode(lines[-1])
     assert isinstance(finish, Finish)
     assert finish.payload.step_result.reason == "stop"

@@ -1,0 +1,126 @@
+"""Instructions per chunk and per request, counted by valgrind's callgrind: repeatable on a noisy host.
+
+Wall-clock rows on a shared 2-core VM move 30–50 % between runs; callgrind counts the instructions
+a run executes, which stay the same for the same code and inputs whatever else the machine does.
+Each figure is a difference of two whole-process counts (``n`` chunks minus one chunk, or ``R``
+requests minus none), so start-up and imports cancel out. ``PYTHONHASHSEED`` is fixed.
+
+    python -m benchmarks.instructions                       # this checkout
+    python -m benchmarks.instructions --tree ../old-checkout  # another checkout, same workloads
+
+Needs ``valgrind`` on PATH (Debian's package). Not part of ``python -m benchmarks``: one figure
+takes a few seconds to a minute under callgrind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+#: name -> (script body taking argv[1] = processors, argv[2] = size)
+_WORKLOADS = {
+    "ops.apply": """
+import asyncio, sys
+from streamkit import ops
+from streamkit.chunks import TextDelta
+k, n = int(sys.argv[1]), int(sys.argv[2])
+chunks = [TextDelta(id="t", text="w", run_id="r", from_="AGENT") for _ in range(n)]
+def same(c): return c
+async def main():
+    async for _ in ops.apply(chunks, [ops.map(same) for _ in range(k)]):
+        pass
+asyncio.run(main())
+""",
+    "model stream alone": """
+import asyncio, sys
+from streamkit.models import ModelRequest
+from streamkit.testing import ScriptedModel, text
+n = int(sys.argv[2])
+async def main():
+    model = ScriptedModel([text(" ".join(["w"] * n))])
+    async for _ in model.stream(ModelRequest(prompt=[{"role": "user", "content": "hi"}])):
+        pass
+asyncio.run(main())
+""",
+    "agent.stream": """
+import asyncio, sys
+from streamkit import Agent, ops
+from streamkit.testing import ScriptedModel, text
+k, n = int(sys.argv[1]), int(sys.argv[2])
+def same(c): return c
+async def main():
+    agent = Agent(id="a", model=ScriptedModel([text(" ".join(["w"] * n))]),
+                  output_processors=[ops.map(same) for _ in range(k)] or None)
+    async for _ in agent.stream("hi"):
+        pass
+asyncio.run(main())
+""",
+    "100-chunk requests": """
+import asyncio, sys
+from streamkit import Agent, ops
+from streamkit.testing import ScriptedModel, text
+k, r = int(sys.argv[1]), int(sys.argv[2])
+def same(c): return c
+async def main():
+    words = " ".join(["w"] * 100)
+    agent = Agent(id="a", model=ScriptedModel([text(words)] * (r + 1)),
+                  output_processors=[ops.map(same) for _ in range(k)] or None)
+    for _ in range(r + 1):
+        async for _ in agent.stream("hi"):
+            pass
+asyncio.run(main())
+""",
+}
+
+#: (workload, processors, small, large, unit): the figure is (large - small) / (large - small size)
+ROWS = [
+    ("ops.apply", 0, 0, 20_000, "chunk"),
+    ("ops.apply", 1, 0, 20_000, "chunk"),
+    ("ops.apply", 3, 0, 20_000, "chunk"),
+    ("model stream alone", 0, 1, 10_001, "chunk"),
+    ("agent.stream", 0, 1, 10_001, "chunk"),
+    ("agent.stream", 3, 1, 10_001, "chunk"),
+    ("100-chunk requests", 0, 0, 200, "request"),
+    ("100-chunk requests", 3, 0, 200, "request"),
+]
+
+
+def _count(tree: Path, script: Path, k: int, n: int) -> int:
+    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=f"{tree}{os.pathsep}{tree / 'operators'}")
+    out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                          sys.executable, str(script), str(k), str(n)],
+                         cwd=tree, env=env, capture_output=True, text=True, timeout=900)
+    found = re.search(r"Collected : (\d+)", out.stderr)
+    if out.returncode != 0 or found is None:
+        raise SystemExit(f"callgrind run failed ({script.name} {k} {n}):\n{out.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tree", type=Path, default=Path(__file__).resolve().parent.parent,
+                        help="the checkout to measure (default: this one)")
+    args = parser.parse_args(argv)
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    tree = args.tree.resolve()
+    with tempfile.TemporaryDirectory() as tmp:
+        scripts = {}
+        for name, body in _WORKLOADS.items():
+            scripts[name] = Path(tmp) / (re.sub(r"\W+", "_", name) + ".py")
+            scripts[name].write_text(body)
+        print(f"instructions per unit, {tree}")
+        for name, k, small, large, unit in ROWS:
+            a = _count(tree, scripts[name], k, small)
+            b = _count(tree, scripts[name], k, large)
+            print(f"  {name:<20} {k:>2} processors  {(b - a) / (large - small):>12,.0f} per {unit}")
+
+
+if __name__ == "__main__":
+    main()
