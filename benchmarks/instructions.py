@@ -30,7 +30,7 @@ import asyncio, sys
 from streamkit import ops
 from streamkit.chunks import TextDelta
 k, n = int(sys.argv[1]), int(sys.argv[2])
-chunks = [TextDelta(id="t", text="w", run_id="r", from_="AGENT") for _ in range(n)]
+chunks = [TextDelta(id="t", text="w", run_id="r", from_="AGENT")] * n  # building is not measured
 def same(c): return c
 async def main():
     async for _ in ops.apply(chunks, [ops.map(same) for _ in range(k)]):
