@@ -46,7 +46,8 @@ from streamkit.chunks import (
     ToolResult,
 )
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "mastra"
+# Real Mastra 1.71.0 recordings, kept with the tests (a clone has no ../shared).
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "mastra"
 RUN = "cabe82f0-7bdc-4c1b-9105-26c12ae29988"
 ENVELOPE: dict[str, Any] = {"run_id": RUN, "from_": "AGENT"}
 WORDS = "The quick brown fox jumps over the lazy dog while the agent streams its answer".split()

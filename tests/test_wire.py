@@ -22,7 +22,7 @@ from streamkit.chunks import (
 from streamkit.errors import ChunkDecodeError, InvalidType
 from streamkit.wire import SSEEvent, SSEParser
 
-# Real Mastra 1.71.0 recordings, copied into the repository (a user's clone has no ../shared).
+# Real Mastra 1.71.0 recordings, kept in the repository (tests/fixtures/mastra).
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 MASTRA_FIXTURES = sorted((FIXTURES / "mastra").glob("*.jsonl"))
 OWN_FIXTURES = sorted((Path(__file__).resolve().parent / "fixtures" / "chunks").glob("*.json"))
