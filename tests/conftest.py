@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 import sys
 import weakref
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+
+from streamkit import Agent
+from streamkit.errors import InvalidArgument, InvalidType, StreamkitError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -78,3 +82,31 @@ async def asyncgens() -> Any:
         yield tracker
     finally:
         sys.set_asyncgen_hooks(*old)
+
+
+def assert_misuse(call: Callable[[], Any], error: type[Exception], words: str) -> None:
+    """``call()`` raises ``error`` (a ``streamkit.errors`` class) whose message contains
+    ``words``; ``InvalidArgument`` is also a ``ValueError`` and ``InvalidType`` a ``TypeError``."""
+    with pytest.raises(error, match=re.escape(words)) as info:
+        call()
+    assert isinstance(info.value, StreamkitError)
+    if isinstance(info.value, InvalidArgument):
+        assert isinstance(info.value, ValueError)
+    if isinstance(info.value, InvalidType):
+        assert isinstance(info.value, TypeError)
+
+
+def types(chunks: list[Any]) -> list[str]:
+    """The wire type of each chunk."""
+    return [c.type for c in chunks]
+
+
+async def run_stream(agent: Agent, prompt: str = "hi", **kw: Any) -> tuple[list[Any], Any]:
+    """Every chunk the consumer got, and the result (or the error that ended the run)."""
+    stream = agent.stream(prompt, **kw)
+    chunks = [c async for c in stream]
+    try:
+        result = await stream.result()
+    except StreamkitError as exc:
+        result = exc
+    return chunks, result

@@ -15,27 +15,13 @@ from streamkit.errors import GraphError, ScriptExhausted
 from streamkit.agent._agent import _Call
 from streamkit.testing import FunctionModel, ScriptedModel, api_error, text, tool_call
 
-from .conftest import P, as_mode
+from .conftest import P, as_mode, run_stream, types
 
 
 @tool
 def lookup(customer_id: str) -> dict[str, Any]:
     """Look up a customer by id."""
     return {"id": customer_id, "email": "ada@example.com", "tier": "gold"}
-
-
-def types(chunks: list[Any]) -> list[str]:
-    return [c.type for c in chunks]
-
-
-async def run_stream(agent: Agent, prompt: str = "hi", **kw: Any) -> tuple[list[Any], Any]:
-    stream = agent.stream(prompt, **kw)
-    chunks = [c async for c in stream]
-    try:
-        result = await stream.result()
-    except StreamkitError as exc:
-        result = exc
-    return chunks, result
 
 
 class Recorder(Processor):

@@ -20,28 +20,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamkit import Agent, DataChunk, StepOverrides, StreamkitError, tool
+from streamkit import Agent, DataChunk, StepOverrides, tool
 from streamkit.agent._routing import ROUTES, Origin
 from streamkit.chunks import TextDelta
 from streamkit.messages import DataPart
 from streamkit.testing import ScriptedModel, api_error, text, tool_call
 
-from .conftest import P, as_mode
-
-
-def types(chunks: list[Any]) -> list[str]:
-    return [c.type for c in chunks]
-
-
-async def run_stream(agent: Agent, prompt: str = "hi", **kw: Any) -> tuple[list[Any], Any]:
-    """Every chunk the consumer got, and the result (or the error that ended the run)."""
-    stream = agent.stream(prompt, **kw)
-    chunks = [c async for c in stream]
-    try:
-        result = await stream.result()
-    except StreamkitError as exc:
-        result = exc
-    return chunks, result
+from .conftest import P, as_mode, run_stream, types
 
 
 def stored_data(result: Any) -> list[tuple[str, Any]]:

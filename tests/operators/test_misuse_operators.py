@@ -9,7 +9,6 @@ keeps bare builtin raises out of this package lives in ``tests/test_misuse.py``.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Callable
 
 import pytest
@@ -22,6 +21,8 @@ from streamkit_operators import (BatchParts, Buffering, CostGuard, HoldbackScann
                                  PlaceholderVault, PromptInjectionDetector, RegexFilter,
                                  ResponseCache, Rule, SQLiteCache, StreamGuard, StructuredOutput,
                                  SystemPromptScrubber, TokenLimiter, ToolCallFilter)
+
+from ..conftest import assert_misuse
 
 MODEL = ScriptedModel([])
 
@@ -202,13 +203,7 @@ MISUSES = [
 @pytest.mark.parametrize("call, error, words", MISUSES)
 def test_misuse_raises_a_streamkit_error_naming_the_problem(
         call: Callable[[], Any], error: type[StreamkitError], words: str) -> None:
-    with pytest.raises(error, match=re.escape(words)) as info:
-        call()
-    assert isinstance(info.value, StreamkitError)
-    if isinstance(info.value, InvalidArgument):
-        assert isinstance(info.value, ValueError)
-    if isinstance(info.value, InvalidType):
-        assert isinstance(info.value, TypeError)
+    assert_misuse(call, error, words)
 
 
 @pytest.mark.parametrize("answer", [
