@@ -53,7 +53,7 @@ from ..tools import Tool, tools_by_name
 from ._build import StepRecorder, parse_object, reason_of, schema_of, step_end_payload, usage_of
 from ._result import StepResult
 from ._routing import Origin
-from ._run import Run, Stream
+from ._run import NodeFn, Run, Stream
 from ._state import FEEDBACK_TEMPLATE, RunConfig, StepState
 
 __all__ = ["start", "process_input", "process_input_step", "prepare_step",
@@ -547,7 +547,7 @@ async def fail(run: Run) -> str:
 
 
 #: Every node by name (the graph's node table names the same set; ``_loop`` checks it).
-NODES: Mapping[str, Any] = {
+NODES: Mapping[str, NodeFn] = {
     "start": start, "process_input": process_input, "process_input_step": process_input_step,
     "prepare_step": prepare_step, "process_llm_request": process_llm_request, "model": model,
     "process_output_stream": process_output_stream, "collect": collect,

@@ -61,9 +61,12 @@ class Origin(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    """How chunks of one origin travel: ``processors`` — through the output stream chain."""
+    """How chunks of one origin travel: ``processors`` — through the output stream chain;
+    ``live`` — written while the chain drives a stream, so that loop yields them before the
+    chunk being processed (``Outbox.live``) instead of after the node (the queue)."""
 
     processors: bool
+    live: bool = False
 
 
 #: The routing table, written once.
@@ -73,7 +76,7 @@ ROUTES: Mapping[Origin, Route] = MappingProxyType({
     Origin.RUN: Route(processors=False),
     Origin.TOOL_WRITER: Route(processors=True),
     Origin.HOOK_WRITER: Route(processors=True),
-    Origin.STREAM_WRITER: Route(processors=False),
+    Origin.STREAM_WRITER: Route(processors=False, live=True),
     Origin.RESULT_WRITER: Route(processors=False),
 })
 
@@ -101,10 +104,11 @@ class Outbox:
 
     def put(self, chunk: Chunk, origin: Origin) -> None:
         """Queue ``chunk`` of ``origin`` for the consumer (routed per ``ROUTES``)."""
-        if origin is Origin.STREAM_WRITER:
+        route = ROUTES[origin]
+        if route.live:
             self.live.append(chunk)
         else:
-            self._queue.append((chunk, ROUTES[origin].processors))
+            self._queue.append((chunk, route.processors))
         if self.arrived is not None:
             self.arrived.set()
 
