@@ -9,11 +9,26 @@ algorithm (``_redact``) and any guard's strategies (``_pii``, ``_regex``, ``_vau
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any, Callable, Sequence
 
+from msgspec import UNSET, structs
+
 from streamkit import Processor
-from streamkit.chunks import ReasoningDelta, StepStart, TextDelta
+from streamkit.chunks import (
+    DataChunk,
+    ReasoningDelta,
+    ReasoningEnd,
+    StepStart,
+    TextDelta,
+    TextEnd,
+    ToolCall,
+    ToolCallDelta,
+    ToolCallInputStreamingEnd,
+    ToolErrorChunk,
+    ToolResult,
+)
 from streamkit.errors import InvalidArgument
 from streamkit.messages import TextPart, ToolInvocationPart
 
@@ -25,8 +40,8 @@ __all__ = ["HoldbackGuard", "RedactingGuard", "notify"]
 log = logging.getLogger("streamkit_operators")
 
 
-class _Run:
-    """One text (or reasoning) part being streamed through a guard: its id, chunk class,
+class _Part:
+    """One text (or reasoning) part being streamed through a guard: its id, delta class,
     envelope and scanner."""
 
     __slots__ = ("id", "cls", "run_id", "from_", "payload_cls", "scanner", "pending")
@@ -45,23 +60,57 @@ class _Run:
                         from_=self.from_)
 
 
+class _Held:
+    """What one guard holds of one request's stream.
+
+    ``parts``: the open text and reasoning parts, by (delta class, part id) — each has its own
+    scanner, so a chunk of another part or kind between two deltas releases nothing.
+    ``tails``: per delta class, the text released when the last part of that kind closed, while
+    it could still have become a match: the next part of that kind starts its scanner with it
+    as context (a client joins the parts' texts, across steps too). ``tails_at_step``: the same
+    when the current step began, restored when the step is retried. ``args``: streamed
+    tool-call argument deltas, held per tool call until its arguments are complete.
+    """
+
+    __slots__ = ("parts", "last", "tails", "tails_at_step", "args")
+
+    def __init__(self) -> None:
+        self.parts: dict[tuple[type, str], _Part] = {}
+        self.last: _Part | None = None
+        self.tails: dict[type, str] = {}
+        self.tails_at_step: dict[type, str] = {}
+        self.args: dict[str, list[ToolCallDelta]] = {}
+
+
+#: The chunk that ends a part, by the class of the part's deltas.
+_ENDS: dict[type, type] = {TextEnd: TextDelta, ReasoningEnd: ReasoningDelta}
+
+
 class HoldbackGuard(Processor):
     r"""Base of streaming guards that hold back only the shortest tail that could become a match.
 
     Subclasses give the rules (``stream_rules``) and decide what a commit turns into
     (``on_commit``: the text to emit, or raise ``TripWire``). The base handles ``text-delta``
-    (and, with ``check_reasoning``, ``reasoning-delta``) chunks per part id, emits committed
-    text as new deltas (``multi_emit``), releases what it holds before any other chunk (order is
-    kept) and at the end of the step (``flush_output_stream``), and discards what a retried
-    attempt left held (on ``step-start``). With ``holds = False`` (report-only guards) deltas
-    pass at once and the scanner only watches.
+    (and, with ``check_reasoning``, ``reasoning-delta``) chunks, with a scanner per part (by
+    part id and kind): chunks of other parts or kinds pass through without releasing what a
+    part holds. Committed text goes out as new deltas of its part (``multi_emit``); a part
+    releases the rest at its ``text-end``/``reasoning-end`` and at the end of the step
+    (``flush_output_stream``); a retried attempt's held text is discarded (on its
+    ``step-start``). With ``holds = False`` (report-only guards) deltas pass at once and the
+    scanners only watch.
+
+    A client joins the texts of consecutive parts (and ``result.text`` joins the steps'), so a
+    value split across two parts — before and after a tool call — is still one value: a part
+    that closes while the end of its text could still become a match leaves that end as the
+    context of the next part of its kind. What was released is not taken back, but the rest of
+    the value is found and replaced, so the whole value never appears.
 
     A guard that trips on a commit raises before returning it, so the text of that commit
     before the match is not shown either; none of a blocked value ever is.
 
-    Marble (rule: 4 digits, hold-back ``.``)::
+    Marble (rule: 4 digits, hold-back ``.``; ``r`` a reasoning delta)::
 
-        --"id 12"--"34 ok"--|   redact   --"id "--"[N] ok"--|
+        --"id 12"--r--"34 ok"--|   redact   --"id "--r--"[N] ok"--|
 
     Example:
         >>> class Digits(HoldbackGuard):
@@ -78,7 +127,7 @@ class HoldbackGuard(Processor):
     max_hold: int = 1024
     #: Reasoning deltas reach clients too (and are stored): they are scanned the same way.
     check_reasoning: bool = True
-    _RUN = "holdback.run"
+    _HELD = "holdback"
 
     def __init__(self, id: str | None = None) -> None:
         super().__init__(id)
@@ -100,76 +149,137 @@ class HoldbackGuard(Processor):
         """The text to emit for ``commit`` (called only when it has findings)."""
         raise NotImplementedError  # pragma: no cover - abstract
 
-    def _scanner(self) -> HoldbackScanner:
-        return HoldbackScanner(self.stream_rules(), max_hold=self.max_hold)
+    def on_chunk(self, part: Any, held: _Held, state: dict[str, Any], request_context: Any
+                 ) -> Any:
+        """A chunk that is neither a delta nor the end of a part nor a ``step-start``: passed
+        as it is here; ``RedactingGuard`` scans the tool and data chunks."""
+        return part
 
-    def _stream(self, part: Any, state: dict[str, Any], request_context: Any) -> Any:
+    def _held(self, state: dict[str, Any]) -> _Held:
+        held: _Held | None = state.get(self._HELD)
+        if held is None:
+            held = state[self._HELD] = _Held()
+        return held
+
+    def _stream(self, part: Any, state: dict[str, Any], request_context: Any,
+                retry_count: int) -> Any:
         cls = part.__class__
         if cls is TextDelta or (cls is ReasoningDelta and self.check_reasoning):
-            return self._text(part, state, request_context)
-        run = state.pop(self._RUN, None)
-        if run is None or cls is StepStart:
-            # A run still open at step-start belongs to an attempt that was retried: its text
-            # was withdrawn, so it must not leak into the new attempt.
+            return self._text(part, self._held(state), state, request_context)
+        held = self._held(state)
+        if cls is StepStart:
+            if retry_count:
+                # A new attempt at the same step: what the withdrawn attempt held must not
+                # leak into it, and its parts' context is the one the step began with.
+                held.parts.clear()
+                held.last = None
+                held.args.clear()
+                held.tails = dict(held.tails_at_step)
+            else:
+                held.tails_at_step = dict(held.tails)
             return part
-        out = self._close(run, state, request_context)
-        out.append(part)
-        return out
+        delta_cls = _ENDS.get(cls)
+        if delta_cls is not None:
+            p = held.parts.get((delta_cls, part.payload.id))
+            if p is None:
+                return part
+            out = self._close(p, held, state, request_context)
+            out.append(part)
+            return out
+        return self.on_chunk(part, held, state, request_context)
 
     def _flush(self, state: dict[str, Any], request_context: Any) -> Any:
-        run = state.pop(self._RUN, None)
-        return self._close(run, state, request_context) if run is not None else None
+        held: _Held | None = state.get(self._HELD)
+        if held is None:
+            return None
+        out: list[Any] = []
+        for p in list(held.parts.values()):
+            out += self._close(p, held, state, request_context)
+        out += self.on_flush(held, state, request_context)
+        return out or None
 
-    def _text(self, part: Any, state: dict[str, Any], request_context: Any) -> Any:
-        run = state.get(self._RUN)
-        out: list[Any] | None = None
-        if run is None or run.id != part.payload.id or run.cls is not part.__class__:
-            if run is not None:
-                out = self._close(run, state, request_context)
-            run = state[self._RUN] = _Run(part, self._scanner())
-        else:
-            run.run_id, run.from_ = part.run_id, part.from_
+    def on_flush(self, held: _Held, state: dict[str, Any], request_context: Any) -> list[Any]:
+        """What else the guard still holds at the end of the step (``RedactingGuard``: tool
+        call arguments whose call never completed)."""
+        return []
+
+    def _text(self, part: Any, held: _Held, state: dict[str, Any], request_context: Any) -> Any:
+        p = held.last
+        if p is None or p.id != part.payload.id or p.cls is not part.__class__:
+            key = (part.__class__, part.payload.id)
+            p = held.parts.get(key)
+            if p is None:
+                p = held.parts[key] = _Part(part, HoldbackScanner(
+                    self.stream_rules(), max_hold=self.max_hold,
+                    context=held.tails.get(part.__class__, "")))
+            held.last = p
+        p.run_id, p.from_ = part.run_id, part.from_
         delta = part.payload.text
-        commit = run.scanner.feed(delta)
+        commit = p.scanner.feed(delta)
         if not self.holds:
             if commit.findings:
                 self.on_commit(commit, state, request_context)
-            return part if out is None else [*out, part]
+            return part
         text = self.on_commit(commit, state, request_context) if commit.findings \
             else commit.text
-        if run.scanner.held and text.isspace():
+        if p.scanner.held and text.isspace():
             # Whitespace alone, while a word is held, waits for that word: no chunk of " ".
-            run.pending += text
+            p.pending += text
             text = ""
-        elif run.pending and text:
-            text, run.pending = run.pending + text, ""
-        if out is None:
-            if text == delta and not run.scanner.held:
-                return part  # nothing held before or after, nothing found: pass it as is
-            return [run.chunk(text)] if text else []
-        if text:
-            out.append(run.chunk(text))
-        return out
+        elif p.pending and text:
+            text, p.pending = p.pending + text, ""
+        if text == delta and not p.scanner.held:
+            return part  # nothing held before or after, nothing found: pass it as is
+        return [p.chunk(text)] if text else []
 
-    def _close(self, run: _Run, state: dict[str, Any], request_context: Any) -> list[Any]:
-        commit = run.scanner.finish()
+    def _close(self, p: _Part, held: _Held, state: dict[str, Any], request_context: Any
+               ) -> list[Any]:
+        del held.parts[(p.cls, p.id)]
+        if held.last is p:
+            held.last = None
+        was_held = p.scanner.held
+        commit = p.scanner.finish()
         if not self.holds:
             if commit.findings:
                 self.on_commit(commit, state, request_context)
+            held.tails[p.cls] = was_held
             return []
-        text = run.pending + (self.on_commit(commit, state, request_context)
-                              if commit.findings else commit.text)
-        return [run.chunk(text)] if text else []
+        text = p.pending + (self.on_commit(commit, state, request_context)
+                            if commit.findings else commit.text)
+        # What is released now could still have become a match: the next part of this kind
+        # is scanned with it in front.
+        held.tails[p.cls] = text if was_held else ""
+        return [p.chunk(text)] if text else []
 
 
 class RedactingGuard(HoldbackGuard):
-    r"""A ``HoldbackGuard`` that also checks input messages and tool results with the same rules.
+    r"""A ``HoldbackGuard`` that checks, with the same rules, everything else that carries text
+    out of a run: input messages, tool-call arguments, tool results and errors, ``data-*``
+    chunks.
 
     Subclasses set ``rules`` and implement ``handle_findings(text, findings, source, state,
-    request_context, offset)``: return the text to keep (redacted) or raise ``TripWire``;
-    ``source`` is ``"input"``, ``"tool-result"`` or ``"stream"`` (where ``findings`` offsets are
-    in the whole streamed text and ``text`` starts at ``offset``). With ``strategy == "filter"``
-    an input message with a finding is dropped.
+    request_context, offset)``: return the text to keep (redacted) or raise ``TripWire``.
+    ``source`` says where the text was: ``"input"``, ``"stream"`` (text and reasoning deltas;
+    ``findings`` offsets are in the part's streamed text and ``text`` starts at ``offset``),
+    ``"tool-call"`` (arguments), ``"tool-result"``, ``"tool-error"`` or ``"data"``. With
+    ``strategy == "filter"`` an input message with a finding is dropped.
+
+    What the stream hook covers, besides the deltas:
+
+    * **tool-call arguments** (``check_tool_args``): the ``tool-call`` chunk's ``args`` (keys
+      and values, nested), and its streamed ``tool-call-delta`` chunks, which are held per call
+      until the arguments are complete (``tool-call-input-streaming-end``, the ``tool-call``,
+      or the end of the step), then released as they came when nothing was found, or as one
+      delta with the JSON of the redacted arguments. The tool runs with the arguments the guard
+      let through — what the client saw and the store keeps, and no secret is handed to a tool
+      that could send it elsewhere;
+    * **tool results** (``result`` and ``args``) and **tool errors** (``error``, ``args``) —
+      keys and values;
+    * **data-* chunks** (``process_data_parts = True``): their ``data``, keys and values.
+
+    ``process_tool_result`` also redacts the result in the message list, so the model reads
+    the redacted result too. Redaction of structured values is idempotent (a redacted value
+    holds nothing to find), so a chunk checked twice comes out the same.
 
     ``phase`` decides which hooks the guard has: ``"input"`` (``process_input``), ``"output"``
     (``process_tool_result`` and the stream) or ``"all"``. A hook the phase leaves out does not
@@ -189,6 +299,8 @@ class RedactingGuard(HoldbackGuard):
 
     strategy: str = "redact"
     rules: Sequence[Rule] = ()
+    #: Tool-call arguments (streamed and final) are checked too.
+    check_tool_args: bool = True
 
     def __init__(self, id: str | None = None, *, phase: str = "all") -> None:
         super().__init__(id)
@@ -199,6 +311,7 @@ class RedactingGuard(HoldbackGuard):
             self.process_input = self._process_input
         if phase in ("output", "all"):
             self.process_tool_result = self._process_tool_result
+            self.process_data_parts = True
         else:
             del self.process_output_stream, self.flush_output_stream
 
@@ -220,6 +333,93 @@ class RedactingGuard(HoldbackGuard):
         if not findings:
             return text, False
         return self.handle_findings(text, findings, source, state, request_context), True
+
+    def _check_value(self, value: Any, source: str, state: dict[str, Any],
+                     request_context: Any) -> Any:
+        """``value`` with every string in it (keys too) checked; the same object when nothing
+        was found."""
+        hits: list[bool] = []
+
+        def one(text: str) -> str:
+            new, hit = self._check_text(text, source, state, request_context)
+            hits.append(hit)
+            return new
+
+        checked = map_strings(value, one)
+        return checked if any(hits) else value
+
+    def on_chunk(self, part: Any, held: _Held, state: dict[str, Any], request_context: Any
+                 ) -> Any:
+        cls = part.__class__
+        if cls is DataChunk:
+            data = self._check_value(part.data, "data", state, request_context)
+            return part if data is part.data else structs.replace(part, data=data)
+        if cls is ToolResult:
+            return self._check_fields(part, ("result", "args"), "tool-result", state,
+                                      request_context)
+        if cls is ToolErrorChunk:
+            return self._check_fields(part, ("error", "args"), "tool-error", state,
+                                      request_context)
+        if not self.check_tool_args:
+            return part
+        if cls is ToolCallDelta:
+            if not self.holds:
+                return part
+            held.args.setdefault(part.payload.tool_call_id, []).append(part)
+            return []
+        if cls is ToolCallInputStreamingEnd:
+            out = self._release_args(held, part.payload.tool_call_id, state, request_context)
+            out.append(part)
+            return out
+        if cls is ToolCall:
+            out = self._release_args(held, part.payload.tool_call_id, state, request_context)
+            out.append(self._check_fields(part, ("args",), "tool-call", state,
+                                          request_context))
+            return out
+        return part
+
+    def on_flush(self, held: _Held, state: dict[str, Any], request_context: Any) -> list[Any]:
+        out: list[Any] = []
+        for call_id in list(held.args):
+            out += self._release_args(held, call_id, state, request_context)
+        return out
+
+    def _check_fields(self, part: Any, fields: tuple[str, ...], source: str,
+                      state: dict[str, Any], request_context: Any) -> Any:
+        payload = part.payload
+        changed: dict[str, Any] = {}
+        for name in fields:
+            value = getattr(payload, name)
+            if value is UNSET:
+                continue
+            checked = self._check_value(value, source, state, request_context)
+            if checked is not value:
+                changed[name] = checked
+        if not changed:
+            return part
+        return structs.replace(part, payload=structs.replace(payload, **changed))
+
+    def _release_args(self, held: _Held, call_id: str, state: dict[str, Any],
+                      request_context: Any) -> list[Any]:
+        """The held argument deltas of one call: as they came when nothing is found in them,
+        else one delta with the redacted arguments (as JSON when they parse, else as text)."""
+        deltas = held.args.pop(call_id, None)
+        if not deltas:
+            return []
+        raw = "".join(d.payload.args_text_delta for d in deltas)
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            text, hit = self._check_text(raw, "tool-call", state, request_context)
+        else:
+            checked = self._check_value(parsed, "tool-call", state, request_context)
+            hit = checked is not parsed
+            text = json.dumps(checked, ensure_ascii=False) if hit else raw
+        if not hit:
+            return list(deltas)
+        first = deltas[0]
+        return [structs.replace(first, payload=structs.replace(first.payload,
+                                                               args_text_delta=text))]
 
     def _process_input(self, messages: list[Any], state: dict[str, Any],
                        request_context: Any) -> Any:
@@ -250,15 +450,8 @@ class RedactingGuard(HoldbackGuard):
     def _process_tool_result(self, tool_call_id: str, tool_name: str, args: Any, result: Any,
                              message_list: Any, state: dict[str, Any],
                              request_context: Any) -> None:
-        hits: list[bool] = []
-
-        def one(text: str) -> str:
-            new, hit = self._check_text(text, "tool-result", state, request_context)
-            hits.append(hit)
-            return new
-
-        redacted = map_strings(result, one)
-        if any(hits) and redacted != result:
+        redacted = self._check_value(result, "tool-result", state, request_context)
+        if redacted is not result and redacted != result:
             message_list.update_tool_invocation(
                 ToolInvocationPart.returned(tool_call_id, tool_name, redacted, args))
 

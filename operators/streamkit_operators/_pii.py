@@ -75,8 +75,12 @@ _DETECTORS: dict[str, tuple[str, Callable[[str], bool] | None]] = {
     "email": (r"[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}(?![A-Za-z0-9-])", None),
     "phone": (r"(?<![\w+])(?:\+\d{1,3}(?:[ .-]?\d{1,4}){2,5}"
               r"|(?:\(\d{3}\)[ ]?|\d{3}[ .-]?)\d{3}[ .-]?\d{4})(?!\d)", None),
-    "credit-card": (r"(?<![\w-])(?:\d[ -]?){12,18}\d(?!\w)", luhn_valid),
-    "ssn": (r"(?<!\d)(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?!\d)", None),
+    # Digits may be grouped by spaces, dashes, dots or slashes (the view has folded no-break
+    # spaces and typographic dashes into these).
+    "credit-card": (r"(?<![\w-])(?:\d[ ./-]?){12,18}\d(?!\w)", luhn_valid),
+    # 123-45-6789, also with spaces or dots between the groups.
+    "ssn": (r"(?<![\d.-])(?!000|666|9\d\d)\d{3}[- .](?!00)\d{2}[- .](?!0000)\d{4}(?![\d-])",
+            None),
     "api-key": (r"\b(?:(?:sk|pk|rk)[-_](?:live_|test_|proj-|ant-)?[A-Za-z0-9_-]{16,}"
                 r"|AKIA[0-9A-Z]{16}\b|gh[pousr]_[A-Za-z0-9]{36,}|xox[abprs]-[A-Za-z0-9-]{10,}"
                 r"|AIza[0-9A-Za-z_-]{35})", None),
@@ -104,6 +108,10 @@ _STARTS: dict[str, str] = {
     "ip-address": r"[0-9A-Fa-f]", "url": r"[h]", "uuid": r"[0-9A-Fa-f]",
     "crypto-wallet": r"[013b]", "iban": r"[A-Z]", "date-of-birth": r"[0-9JFMASONDjfmasond]",
 }
+
+#: How a block message names each ``source`` of a finding.
+_WHERE = {"input": "input", "stream": "streamed output", "tool-call": "tool-call arguments",
+          "tool-result": "tool result", "tool-error": "tool error", "data": "data chunk"}
 
 #: Every built-in detection type (the default ``detection_types``).
 PII_TYPES: tuple[str, ...] = tuple(_DETECTORS)
@@ -300,8 +308,7 @@ class PIIDetector(RedactingGuard):
                                              source, strategy) for f in findings])
         types = sorted({r.owner.rule.name for r in regions})
         if strategy == "block":
-            where = {"input": "input", "stream": "streamed output",
-                     "tool-result": "tool result"}[source]
+            where = _WHERE.get(source, source)
             metadata: dict[str, Any] = {"processorId": self.id, "types": types,
                                         "count": len(regions), "source": source}
             if self.include_detections:
@@ -320,11 +327,19 @@ class PIIDetector(RedactingGuard):
 
     def _replacer(self, method: str, source: str, state: dict[str, Any], request_context: Any
                   ) -> Callable[[Region, str], str]:
+        # A region of one finding is replaced from its canonical value (``Finding.text``, the
+        # detection view: "4111 1111 1111 1111" for full-width digits with a zero-width space
+        # inside), so look-alike spellings mask and hash alike. A region that starts before
+        # the text (the value began in text already released, before a part boundary) shows
+        # nothing of itself.
+        def value(region: Region, text: str) -> str:
+            return region.owner.text if len(region.findings) == 1 else text
+
         if method == "remove":
             return lambda region, text: ""
         if method == "hash":
             return lambda region, text: \
-                f"[HASH:{hashlib.sha256(text.encode()).hexdigest()[:8]}]"
+                f"[HASH:{hashlib.sha256(value(region, text).encode()).hexdigest()[:8]}]"
         if method == "placeholder":
             return lambda region, text: \
                 f"[{region.owner.rule.name.upper().replace('-', '_')}]"
@@ -335,8 +350,11 @@ class PIIDetector(RedactingGuard):
         preserve = self.preserve_format
 
         def mask(region: Region, text: str) -> str:
+            if region.start < 0:
+                return "*" * min(len(text), 8)
             if len(region.findings) == 1:
-                return mask_value(region.owner.rule.name, text, preserve_format=preserve)
+                return mask_value(region.owner.rule.name, region.owner.text,
+                                  preserve_format=preserve)
             return _keep_ends(text) if preserve else "*" * min(len(text), 8)
         return mask
 

@@ -31,6 +31,21 @@ What is held is therefore the shortest tail that could still become a match: for
 the trailing word (``"ada"`` may yet become ``"ada@example.com"``), for a card number the
 trailing run of digits and separators, for text ending in a space nothing at all.
 
+The detection view
+------------------
+Rules never see the raw text: they run on its folded view (``_fold``: look-alike characters
+folded, invisible ones removed), and every finding is mapped back to the original characters it
+came from — so ``４１１１ １１１１ …`` or a card with a zero-width space inside is found, and its
+redaction replaces exactly the original characters. A finding's ``text`` is the folded (canonical)
+value; its ``start``/``end`` are offsets in the original text. Folding is per character, so the
+streamed view is the one-shot view and streamed detection still equals one-shot detection. The
+hold point never falls inside one original character's expansion (``ﬁ`` → ``fi``).
+
+Context: a scanner may start with ``context``, text already released (the end of the previous
+part of the same kind, which a client joins to this one). Matches may start in it; commits never
+repeat it; a finding that starts in it has a negative ``start`` (the guard replaces only the part
+after the boundary).
+
 Bounds: a held stretch longer than ``max_hold`` characters is committed anyway (latency and
 memory stay bounded; a single match longer than ``max_hold`` may then be cut); look-behinds see
 at most ``lookbehind`` characters of already emitted text; and a *negative* look-ahead that
@@ -48,6 +63,8 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence
 import regex
 
 from streamkit.errors import InvalidArgument, InvalidType
+
+from ._fold import fold
 
 
 __all__ = ["Rule", "Finding", "Region", "Detection", "Commit", "HoldbackScanner",
@@ -151,8 +168,11 @@ def _js_template(template: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One validated match: ``rule``, ``start``/``end`` offsets in the text it was found in (for a
-    stream: in the whole streamed text), the matched ``text``, and the regex ``match``."""
+    """One validated match: ``rule``, ``start``/``end`` offsets in the original text it was
+    found in (for a stream: in the whole streamed text; negative when it starts in the scanner's
+    ``context``), the matched ``text`` as the detection view reads it (the canonical value:
+    ``"4111 1111 1111 1111"`` for ``"４１１１ １１１１ １１１１ １１１１"``), and the regex
+    ``match`` (on the view)."""
 
     rule: Rule
     start: int
@@ -182,7 +202,8 @@ class Detection:
         value: the detected text (present only where the guard is configured to expose it).
         start: offset in the text (for ``source="stream"``: in the step's streamed text).
         end: end offset.
-        source: ``"input"``, ``"stream"`` or ``"tool-result"``.
+        source: where it was: ``"input"``, ``"stream"`` (text or reasoning deltas), ``"tool-call"``
+            (arguments), ``"tool-result"``, ``"tool-error"`` or ``"data"`` (a ``data-*`` chunk).
         strategy: the strategy applied.
     """
 
@@ -205,19 +226,25 @@ class Commit(NamedTuple):
 
 
 def find_all(rules: Sequence[Rule], text: str) -> list[Finding]:
-    r"""Every validated match of every rule in ``text`` (each rule scanned on its own, leftmost
-    first and non-overlapping as ``finditer`` does), sorted by start.
+    r"""Every validated match of every rule in ``text``'s detection view (each rule scanned on
+    its own, leftmost first and non-overlapping as ``finditer`` does), sorted by start, with
+    offsets in ``text``.
 
     Example:
         >>> [f.text for f in find_all([Rule("n", r"\d+")], "a 12 b 345")]
         ['12', '345']
+        >>> [(f.start, f.end, f.text) for f in find_all([Rule("n", r"\d+")], "a １\u200b２")]
+        [(2, 5, '12')]
     """
+    view, index = fold(text)
     out: list[Finding] = []
     for rule in rules:
         validate = rule.validate
-        for m in rule.pattern.finditer(text):
+        for m in rule.pattern.finditer(view):
             s, e = m.span()
             if e > s and (validate is None or validate(m.group())):
+                if index is not None:
+                    s, e = index[s], index[e - 1] + 1
                 out.append(Finding(rule, s, e, m.group(), m))
     out.sort(key=lambda f: (f.start, -f.end))
     return out
@@ -255,13 +282,15 @@ def _region(group: list[Finding], end: int) -> Region:
 def replace_regions(text: str, regions: Sequence[Region], replace: Callable[[Region, str], str],
                     offset: int = 0) -> str:
     """``text`` with each region replaced by ``replace(region, original_span_text)``; region
-    offsets are shifted by ``-offset`` (a stream commit starts at ``offset``)."""
+    offsets are shifted by ``-offset`` (a stream commit starts at ``offset``). A region that
+    starts before ``text`` (in a scanner's already released context) is replaced from the start
+    of ``text`` only."""
     if not regions:
         return text
     out: list[str] = []
     pos = 0
     for r in regions:
-        s, e = r.start - offset, r.end - offset
+        s, e = max(r.start - offset, 0), r.end - offset
         out.append(text[pos:s])
         out.append(replace(r, text[s:e]))
         pos = e
@@ -270,12 +299,34 @@ def replace_regions(text: str, regions: Sequence[Region], replace: Callable[[Reg
 
 
 def map_strings(value: Any, fn: Callable[[str], str]) -> Any:
-    """``value`` with ``fn`` applied to every string inside it (dict values, list and tuple items,
-    nested); other values are kept. Used to redact tool results."""
+    """``value`` with ``fn`` applied to every string inside it — dict keys and values, list and
+    tuple items, nested; other values are kept. Used to redact (and restore) tool arguments,
+    tool results, tool errors and ``data-*`` payloads.
+
+    Keys are mapped too: a tool may return ``{"ada@example.com": ...}``. When two keys become
+    the same key (both redacted to ``[EMAIL]``), the later ones get ``#2``, ``#3``… so no value
+    is lost.
+
+    Example:
+        >>> map_strings({"a1": ["b2", 3], "c3": "a1"}, str.upper)
+        {'A1': ['B2', 3], 'C3': 'A1'}
+        >>> map_strings({"x1": 1, "x2": 2}, lambda s: s[0])
+        {'x': 1, 'x#2': 2}
+    """
     if isinstance(value, str):
         return fn(value)
     if isinstance(value, dict):
-        return {k: map_strings(v, fn) for k, v in value.items()}
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            if isinstance(k, str):
+                k = fn(k)
+                if k in out:
+                    n = 2
+                    while f"{k}#{n}" in out:
+                        n += 1
+                    k = f"{k}#{n}"
+            out[k] = map_strings(v, fn)
+        return out
     if isinstance(value, list):
         return [map_strings(v, fn) for v in value]
     if isinstance(value, tuple):
@@ -290,6 +341,9 @@ class HoldbackScanner:
     Concatenating the committed texts gives back the fed text exactly, and the findings are
     exactly ``find_all(rules, whole_text)`` (for matches up to ``max_hold`` characters).
 
+    Rules run on the detection view (``_fold``); the scanner keeps the view of what it holds
+    next to the original, with the offset map between them only while the two differ.
+
     Each rule keeps its own resume point: the first position it could still match from (where
     its partial match starts, or the end of the text when nothing is pending for it) and the
     final matches it found but the scanner has not committed yet (another rule holds earlier
@@ -297,47 +351,82 @@ class HoldbackScanner:
     nothing pending and a ``starts`` class that no character of the delta belongs to is not
     run at all. This is what keeps a dozen rules cheap per delta.
 
+    Args:
+        rules: what to find.
+        max_hold: the longest stretch (in view characters) held while it could become a match.
+        lookbehind: how many committed view characters look-behinds and ``\b`` still see.
+        context: text already released before this one (see the module docstring).
+
     Example:
         >>> s = HoldbackScanner([Rule("card", r"\d{4} \d{4}")])
         >>> s.feed("pay 1234"), s.held
         (Commit(text='pay ', start=0, findings=[]), '1234')
         >>> [f.text for f in s.feed(" 5678 now").findings]
         ['1234 5678']
+        >>> s = HoldbackScanner([Rule("card", r"\d{4} \d{4}")], context="pay 1234")
+        >>> c = s.feed(" 5678 now")
+        >>> c.text, [(f.start, f.end) for f in c.findings]
+        (' 5678 now', [(-4, 5)])
     """
 
-    __slots__ = ("rules", "max_hold", "lookbehind", "_ctx", "_buf", "_offset", "_resume",
-                 "_pending")
+    __slots__ = ("rules", "max_hold", "lookbehind", "_ctx", "_buf", "_offset", "_raw",
+                 "_raw_offset", "_index", "_resume", "_pending")
 
-    def __init__(self, rules: Sequence[Rule], *, max_hold: int = 1024, lookbehind: int = 64
-                 ) -> None:
+    def __init__(self, rules: Sequence[Rule], *, max_hold: int = 1024, lookbehind: int = 64,
+                 context: str = "") -> None:
         if max_hold < 1:
             raise InvalidArgument(f"max_hold must be >= 1 character, got {max_hold}")
         self.rules = tuple(rules)
         self.max_hold = max_hold
         self.lookbehind = lookbehind
-        self._ctx = ""
-        self._buf = ""
-        self._offset = 0
+        self._ctx = ""  # committed view text that look-behinds still see
+        self._buf = ""  # the held text's view
+        self._raw = ""  # the held text itself
+        # _buf[i] came from _raw[_index[i]]; None while _buf is _raw (nothing folded).
+        self._index: list[int] | None = None
+        self._offset = 0  # where _buf starts in the whole view
+        self._raw_offset = 0  # where _raw starts in the whole original text
         self._resume = [0] * len(self.rules)
         self._pending: list[list[tuple[int, int, regex.Match[str]]]] = [[] for _ in self.rules]
+        if context:
+            self._add(context)
+            self._offset = -len(self._buf)
+            self._raw_offset = -len(context)
+            self._resume = [self._offset] * len(self.rules)
 
     @property
     def held(self) -> str:
         """The text not yet committed."""
-        return self._buf
+        return self._raw if self._raw_offset >= 0 else self._raw[-self._raw_offset:]
+
+    def _add(self, text: str) -> str:
+        view, index = fold(text)
+        if index is None and self._index is None:
+            self._buf += text
+        else:
+            base = len(self._raw)
+            own = self._index if self._index is not None else list(range(len(self._buf)))
+            if index is None:
+                own.extend(range(base, base + len(view)))
+            else:
+                own.extend([base + i for i in index])
+            self._index = own
+            self._buf += view
+        self._raw += text
+        return view
 
     def feed(self, text: str) -> Commit:
         """Add ``text``; commit what can no longer change."""
         before = self._offset + len(self._buf)
-        self._buf += text
-        return self._commit(text, before, final=False)
+        view = self._add(text)
+        return self._commit(view, before, final=False)
 
     def finish(self) -> Commit:
         """The text ended: commit everything held."""
         return self._commit("", self._offset + len(self._buf), final=True)
 
-    def _commit(self, text: str, before: int, *, final: bool) -> Commit:
-        buf, start, ctx = self._buf, self._offset, self._ctx
+    def _commit(self, view: str, before: int, *, final: bool) -> Commit:
+        buf, start, ctx, index = self._buf, self._offset, self._ctx, self._index
         s = ctx + buf
         n = len(s)
         origin = start - len(ctx)  # absolute offset of s[0]
@@ -348,7 +437,7 @@ class HoldbackScanner:
             if at == end:
                 continue
             if not final and at == before and rule.starts is not None \
-                    and rule.starts.search(text) is None:
+                    and rule.starts.search(view) is None:
                 resume[i] = end  # nothing pending, and nothing in the delta can start a match
                 continue
             resume[i] = origin + _scan(rule.pattern, s, at - origin, n, pending[i], origin,
@@ -364,12 +453,19 @@ class HoldbackScanner:
                           origin, True)
                     resume[i] = hold
         moved = True
-        while moved:  # never cut a match in two
+        while moved:  # never cut a match in two, nor one original character's expansion
             moved = False
             for found in pending:
                 for ms, me, _ in found:
                     if ms < hold < me:
                         hold, moved = ms, True
+            if index is not None:
+                c = hold - start
+                while 0 < c < len(buf) and index[c - 1] == index[c]:
+                    c -= 1
+                    moved = True
+                hold = start + c
+        raw_start = self._raw_offset
         findings: list[Finding] = []
         for i, rule in enumerate(rules):
             found = pending[i]
@@ -379,16 +475,33 @@ class HoldbackScanner:
             for ms, me, m in found:
                 if me > hold:
                     keep.append((ms, me, m))
+                elif me <= 0:
+                    continue  # wholly inside the released context: handled when it was released
                 elif rule.validate is None or rule.validate(m.group()):
-                    findings.append(Finding(rule, ms, me, m.group(), m))
+                    if index is None:
+                        os, oe = raw_start + ms - start, raw_start + me - start
+                    else:
+                        os = raw_start + index[ms - start]
+                        oe = raw_start + index[me - 1 - start] + 1
+                    findings.append(Finding(rule, os, oe, m.group(), m))
             pending[i] = keep
         findings.sort(key=lambda f: (f.start, -f.end))
-        cut = hold - origin
-        committed = s[len(ctx):cut]
-        self._buf = s[cut:]
-        self._ctx = s[max(0, cut - self.lookbehind):cut] if self.lookbehind else ""
+        cut = hold - start  # in the view
+        raw_cut = cut if index is None else (index[cut] if cut < len(buf) else len(self._raw))
+        raw = self._raw
+        released = max(0, -raw_start)  # the context is never committed again
+        committed = raw[min(released, raw_cut):raw_cut]
+        commit_start = raw_start + min(released, raw_cut)
+        self._buf = buf[cut:]
+        self._raw = raw[raw_cut:]
+        if index is not None:
+            rest = [i - raw_cut for i in index[cut:]]
+            self._index = None if self._buf == self._raw else rest
+        lb = self.lookbehind
+        self._ctx = (ctx + buf[:cut])[-lb:] if lb else ""
         self._offset = hold
-        return Commit(committed, start, findings)
+        self._raw_offset = raw_start + raw_cut
+        return Commit(committed, commit_start, findings)
 
 
 def _scan(pattern: regex.Pattern[str], s: str, pos: int, n: int,

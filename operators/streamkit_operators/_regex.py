@@ -34,6 +34,10 @@ _SECRETS = (  # name, pattern, replacement, the characters a match starts with
     ("aws-key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", "[AWS_KEY]", r"[A]"),
 )
 
+#: How a block message names each ``source`` of a match.
+_WHAT = {"stream": "streaming content", "tool-call": "tool-call arguments",
+         "tool-result": "tool result", "tool-error": "tool error", "data": "data chunk"}
+
 #: Preset names → the rule names they add.
 PRESETS: dict[str, tuple[str, ...]] = {
     "pii": ("email", "phone", "ssn", "credit-card"),
@@ -145,8 +149,7 @@ class RegexFilter(RedactingGuard):
         state.setdefault("matches", []).extend(
             {"rule": f.rule.name, "index": f.start, "source": source} for f in findings)
         if self.strategy == "block":
-            what = "streaming content" if source == "stream" else (
-                "tool result" if source == "tool-result" else "content")
+            what = _WHAT.get(source, "content")
             raise TripWire(
                 f"Regex filter: blocked {what} matching patterns: {', '.join(names)}",
                 retry=self.retry and source != "input",

@@ -208,13 +208,13 @@ class RestorePlaceholders(HoldbackGuard):
         return self._rules
 
     def _edge_stream(self, part: Any, state: dict[str, Any], request_context: Any,
-                     message_list: Any = None) -> Any:
+                     retry_count: int, message_list: Any = None) -> Any:
         if message_list is not None:
             raise ProcessorError(
                 f"{self.id}: RestorePlaceholders must run at the edge, after the agent — "
                 f"ops.apply(agent.stream(...), RestorePlaceholders(vault)); in output_processors "
                 f"the restored values would be stored in memory")
-        return self._stream(part, state, request_context)
+        return self._stream(part, state, request_context, retry_count)
 
     def on_commit(self, commit: Commit, state: dict[str, Any], request_context: Any) -> str:
         vault = self.vault

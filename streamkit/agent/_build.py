@@ -38,7 +38,7 @@ from ..messages import (
 from ..tools import json_schema
 from ._result import Usage
 
-__all__ = ["usage_of", "reason_of", "StepRecorder", "schema_of", "step_end_payload",
+__all__ = ["usage_of", "reason_of", "error_text", "StepRecorder", "schema_of", "step_end_payload",
            "parse_object"]
 
 
@@ -59,6 +59,12 @@ def reason_of(finish: Any) -> str:
         return reason if isinstance(reason, str) else "unknown"
     except AttributeError:
         return "unknown"
+
+
+def error_text(name: str, message: str) -> str:
+    """What the model (and the store) reads of a failed tool: ``"ValueError: no such
+    order"``, or the message alone for a ``ToolError`` (it already says what failed)."""
+    return message if name == "ToolError" else f"{name}: {message}"
 
 
 class StepRecorder:

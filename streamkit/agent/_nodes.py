@@ -50,7 +50,15 @@ from ..processors._runner import (
     run_message_hook,
 )
 from ..tools import Tool, tools_by_name
-from ._build import StepRecorder, parse_object, reason_of, schema_of, step_end_payload, usage_of
+from ._build import (
+    StepRecorder,
+    error_text,
+    parse_object,
+    reason_of,
+    schema_of,
+    step_end_payload,
+    usage_of,
+)
 from ._result import StepResult
 from ._routing import Origin
 from ._run import NodeFn, Run, Stream
@@ -384,20 +392,18 @@ async def _tool_chunks(run: Run) -> AsyncGenerator[Chunk, None]:
     step.tool_outcomes = [(call, *t.result()) for call, t in zip(step.tool_calls, tasks)]
 
 
-def _error_text(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}" if not isinstance(exc, ToolError) else str(exc)
-
-
 async def process_tool_result(run: Run) -> str:
+    """``process_tool_result`` per tool that returned; then a ``tool-result`` (or ``tool-error``)
+    chunk per call. The message list gets each outcome now (the next step's prompt needs it
+    even if a processor drops the chunk); ``Run.deliver`` writes it again from the chunk the
+    consumer received, so what is stored is what was streamed (a guard may redact it)."""
     st, step = run.state, run.step
     ml = st.message_list
     for call, ok, value in step.tool_outcomes:
         cid, name, targs = call["tool_call_id"], call["tool_name"], call["args"]
         if not ok:
-            text = _error_text(value)
-            ml.update_tool_invocation(ToolInvocationPart.failed(cid, name, text, targs))
-            step.tool_results.append({"tool_call_id": cid, "tool_name": name, "args": targs,
-                                      "result": text, "is_error": True})
+            ml.update_tool_invocation(ToolInvocationPart.failed(
+                cid, name, error_text(type(value).__name__, str(value)), targs))
             run.emit(ToolErrorChunk(tool_call_id=cid, tool_name=name, args=targs,
                                     error={"name": type(value).__name__, "message": str(value)},
                                     run_id=run.run_id, from_=AGENT), Origin.STEP)
@@ -411,8 +417,6 @@ async def process_tool_result(run: Run) -> str:
         if result is _NOT_SET:
             ml.update_tool_invocation(ToolInvocationPart.returned(cid, name, value, targs))
             result = value
-        step.tool_results.append({"tool_call_id": cid, "tool_name": name, "args": targs,
-                                  "result": result, "is_error": False})
         run.emit(ToolResult(tool_call_id=cid, tool_name=name, args=targs, result=result,
                             run_id=run.run_id, from_=AGENT), Origin.STEP)
     return "step_finish"

@@ -24,14 +24,14 @@ from typing import AsyncGenerator, Awaitable, Callable, Mapping, Union
 
 from msgspec import UNSET
 
-from ..chunks import Chunk, DataChunk, TextDelta
+from ..chunks import Chunk, DataChunk, TextDelta, ToolErrorChunk, ToolResult
 from ..errors import APICallError, StreamkitError
 from ..graph import END, START, Graph
-from ..messages import DataPart, Message, MessageContent, MessageList
+from ..messages import DataPart, Message, MessageContent, MessageList, ToolInvocationPart
 from ..processors._chain import StreamChain
 from ..processors._runtime import RequestRuntime
 from ..tripwire import TripWire
-from ._build import StepRecorder
+from ._build import StepRecorder, error_text
 from ._result import AgentResult, TripwireInfo
 from ._routing import Origin, Outbox
 from ._state import RunConfig, RunState, StepState
@@ -125,12 +125,37 @@ class Run:
     def deliver(self, chunk: Chunk) -> None:
         """What happens to every chunk as it leaves: the step records it (stored message,
         result text); a non-transient ``data-*`` chunk becomes a part of the turn's assistant
-        message. (The model's text deltas take an inlined copy of this in ``events``.)"""
+        message; the ``tool-result``/``tool-error`` of a tool this run called is stored as the
+        call's outcome, as delivered. (The model's text deltas take an inlined copy of this in
+        ``events``.)"""
         step = self.state.step
         if step is not None and step.recorder is not None:
             step.recorder.add(chunk)
-        if chunk.__class__ is DataChunk:
+        if isinstance(chunk, DataChunk):
             self._store_data(chunk)
+        elif step is not None and isinstance(chunk, (ToolResult, ToolErrorChunk)):
+            self._store_tool_outcome(step, chunk)
+
+    def _store_tool_outcome(self, step: StepState, chunk: ToolResult | ToolErrorChunk) -> None:
+        cid = chunk.payload.tool_call_id
+        call = next((c for c, _, _ in step.tool_outcomes if c["tool_call_id"] == cid), None)
+        if call is None:
+            return  # a provider-executed tool's result, from the model: recorded as streamed
+        name = chunk.payload.tool_name
+        args = chunk.payload.args if chunk.payload.args is not UNSET else call["args"]
+        if isinstance(chunk, ToolResult):
+            result = chunk.payload.result if chunk.payload.result is not UNSET else None
+            part = ToolInvocationPart.returned(cid, name, result, args)
+            is_error = False
+        else:
+            error = chunk.payload.error
+            result = error_text(str(error.get("name", "Error")), str(error.get("message", ""))) \
+                if isinstance(error, dict) else str(error)
+            part = ToolInvocationPart.failed(cid, name, result, args)
+            is_error = True
+        self.state.message_list.update_tool_invocation(part)
+        step.tool_results.append({"tool_call_id": cid, "tool_name": name, "args": args,
+                                  "result": result, "is_error": is_error})
 
     def _store_data(self, chunk: DataChunk) -> None:
         if chunk.transient is True:
