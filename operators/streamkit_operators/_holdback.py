@@ -1,10 +1,13 @@
 """Stream processors built on the hold-back scanner: ``HoldbackGuard`` (text deltas in, committed
-text out) and ``RedactingGuard`` (the same rules over input messages and tool results too).
+text out) and ``RedactingGuard`` (the same rules over every other way text leaves a run: input
+messages, tool-call arguments, tool results and errors, ``data-*`` chunks).
 
-What belongs here: turning ``HoldbackScanner`` commits into ``text-delta`` chunks per text id,
-releasing held text before other chunks and at the end of a step, discarding what a retried
-attempt held, and the message-level hooks of redacting guards. What does not: the scanning
-algorithm (``_redact``) and any guard's strategies (``_pii``, ``_regex``, ``_vault``).
+What belongs here: turning ``HoldbackScanner`` commits into deltas per text part (each part its
+own scanner; a part's end and the end of a step release what it holds; the released end of a
+part is the next part's context), discarding what a retried attempt held, holding streamed
+tool-call arguments until they are complete, and the structured and message-level checks of
+redacting guards. What does not: the scanning algorithm and the detection view (``_redact``,
+``_fold``) and any guard's strategies (``_pii``, ``_regex``, ``_vault``).
 """
 
 from __future__ import annotations

@@ -200,7 +200,8 @@ class Detection:
         processor_id: the guard.
         type: the rule name / PII type.
         value: the detected text (present only where the guard is configured to expose it).
-        start: offset in the text (for ``source="stream"``: in the step's streamed text).
+        start: offset in the original text (for ``source="stream"``: in the part's streamed
+            text, negative when the value began in the previous part, already released).
         end: end offset.
         source: where it was: ``"input"``, ``"stream"`` (text or reasoning deltas), ``"tool-call"``
             (arguments), ``"tool-result"``, ``"tool-error"`` or ``"data"`` (a ``data-*`` chunk).
