@@ -200,7 +200,10 @@ def mask_value(kind: str, value: str, *, preserve_format: bool = True) -> str:
 
 
 class PIIDetector(RedactingGuard):
-    """Detect PII in input messages, tool results and the streamed answer.
+    """Detect PII in input messages and in everything a run sends out: the streamed answer and
+    reasoning, tool-call arguments, tool results and errors, ``data-*`` chunks (see
+    ``RedactingGuard``). Detection sees through look-alike characters (``_fold``): a card in
+    full-width digits or with a zero-width space inside is still a card.
 
     Put it in ``input_processors`` for the user's messages (``process_input``) and in
     ``output_processors`` for tool results (``process_tool_result``, through
@@ -238,6 +241,10 @@ class PIIDetector(RedactingGuard):
             stream) or ``"all"`` (default).
         include_reasoning: scan streamed reasoning deltas as well (default ``True``: they reach
             clients and the store like text).
+        include_tool_args: scan tool-call arguments, streamed and final (default ``True``: they
+            reach clients and the store; the tool then runs with the redacted arguments —
+            turn it off only for a tool that must receive the raw value, knowing the client
+            and the store then see it too).
         id: processor id (default ``"pii-detector"``).
 
     Marble (redact, mask)::
@@ -263,7 +270,8 @@ class PIIDetector(RedactingGuard):
                  on_detection: Callable[[Detection], Any] | None = None, retry: bool = False,
                  max_hold: int = 1024, vault: PlaceholderVault | None = None,
                  vault_key: str = "pii_vault", phase: str = "all",
-                 include_reasoning: bool = True, id: str = "pii-detector") -> None:
+                 include_reasoning: bool = True, include_tool_args: bool = True,
+                 id: str = "pii-detector") -> None:
         super().__init__(id, phase=phase)
         if strategy not in STRATEGIES:
             raise InvalidArgument(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
@@ -290,6 +298,7 @@ class PIIDetector(RedactingGuard):
         self.vault_key = vault_key
         self.holds = strategy != "warn"
         self.check_reasoning = include_reasoning
+        self.check_tool_args = include_tool_args
 
     def __repr__(self) -> str:
         return (f"PIIDetector(id={self.id!r}, strategy={self.strategy!r}, "

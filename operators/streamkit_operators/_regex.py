@@ -96,6 +96,10 @@ class RegexFilter(RedactingGuard):
         max_hold: longest stretch of streamed text held while it could still become a match.
         include_reasoning: scan streamed reasoning deltas as well (default ``True``: they reach
             clients and the store like text).
+        include_tool_args: scan tool-call arguments, streamed and final (default ``True``: they
+            reach clients and the store; the tool then runs with the redacted arguments —
+            turn it off only for a tool that must receive the raw value, knowing the client
+            and the store then see it too).
         id: processor id (default ``"regex-filter"``).
 
     Raises:
@@ -115,7 +119,7 @@ class RegexFilter(RedactingGuard):
                  include_redacted_values: bool = False,
                  on_detection: Callable[[Detection], Any] | None = None, retry: bool = False,
                  max_hold: int = 1024, include_reasoning: bool = True,
-                 id: str = "regex-filter") -> None:
+                 include_tool_args: bool = True, id: str = "regex-filter") -> None:
         super().__init__(id, phase=phase)
         if strategy not in ("block", "redact", "warn"):
             raise InvalidArgument(f"strategy must be 'block', 'redact' or 'warn', got "
@@ -134,6 +138,7 @@ class RegexFilter(RedactingGuard):
         self.max_hold = max_hold
         self.holds = strategy != "warn"
         self.check_reasoning = include_reasoning
+        self.check_tool_args = include_tool_args
 
     def __repr__(self) -> str:
         return (f"RegexFilter(id={self.id!r}, strategy={self.strategy!r}, phase={self.phase!r}, "

@@ -175,8 +175,7 @@ async def test_unparseable_arguments_are_redacted_as_text() -> None:
 
 
 async def test_check_tool_args_off_passes_arguments_as_they_are() -> None:
-    guard = PIIDetector()
-    guard.check_tool_args = False
+    guard = PIIDetector(include_tool_args=False)
     chunks = [*arg_deltas({"q": CARD}), ToolCall(tool_call_id="c1", tool_name="lookup",
                                                  args={"q": CARD}, **ENV)]
     assert await through(guard, chunks) == chunks
