@@ -636,7 +636,7 @@ def test_processor_index_is_the_position_in_its_list() -> None:
     b.process_input = lambda: None  # type: ignore[attr-defined]
     Agent(id="i", model=ScriptedModel([]), input_processors=[a, b])
     assert (a.processor_index, b.processor_index) == (0, 1)
-    assert (a.name, a.description, a.process_data_parts) == (None, None, False)
+    assert (a.name, a.description, a.process_data_parts) == ("a", None, False)
     assert a.display_name == "a"
 
 

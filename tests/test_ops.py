@@ -12,8 +12,9 @@ import reactivex
 from streamkit import Pipeline, Processor, ProcessorError, ops
 from streamkit.chunks import DataChunk, TextDelta, ToolCall
 from streamkit.errors import InvalidArgument, InvalidType
+from streamkit.processors import is_async_callable
 
-from .conftest import as_mode
+from .conftest import P, as_mode
 
 
 def td(text: str, id: str = "t1") -> TextDelta:
@@ -170,6 +171,87 @@ class TestComposition:
         await asyncio.gather(*[asyncio.sleep(0)])
         assert texts([c async for c in applied]) == ["a"]
         assert applied.state("a") == {"acc": 3} and applied.state("b") == {"acc": 30}
+
+    async def test_a_pipe_is_a_processor(self, mode: str) -> None:
+        class Exclaim(Processor):
+            id = "exclaim"
+
+            def process_output_stream(self, part: Any) -> Any:
+                return td(part.payload.text + "!")
+
+        pipe = ops.drop(as_mode(is_b, mode), id="no-b") | Exclaim() | \
+            ops.map(as_mode(upper, mode), id="up")
+        assert isinstance(pipe, Processor)
+        assert pipe.id == pipe.name == "no-b | exclaim | up"
+        assert Pipeline(*pipe, id="shout").id == "shout"
+        hook = pipe.process_output_stream
+        assert hook is not None and is_async_callable(hook) is (mode == "async")
+        state: dict[Any, Any] = {}
+        out = []
+        for chunk in ABC:
+            got = hook(part=chunk, state=state)
+            out.append(await got if mode == "async" else got)
+        assert [c.payload.text if c is not None else None for c in out] == ["A!", None, "C!"]
+        assert pipe.flush_output_stream is None  # no member holds chunks back
+
+    async def test_a_pipe_as_one_processor_keeps_member_state_in_its_own(self, mode: str
+                                                                         ) -> None:
+        """Code that knows only the processor interface (here a duck-typed wrapper of the
+        composite's hook) gets one processor: one trace record, the members' states under
+        their ids in the pipeline's state, and a tripwire that names the member."""
+        count = ops.scan(as_mode(lambda acc, c: acc + 1, mode), 0, id="count")
+        stop = ops.abort(as_mode(lambda c: c.payload.text == "c", mode), "no c", id="no-c")
+        pipe = count | stop
+        outer = P("outer", process_output_stream=pipe.process_output_stream)
+        applied = ops.apply(ABC, outer, timed=True)
+        assert texts([c async for c in applied]) == ["a", "b", "tripwire"]
+        assert applied.tripwire is not None and applied.tripwire.processor_id == "no-c"
+        assert applied.state("outer")["count"] == {"acc": 3}
+        assert [r.processor_id for r in applied.trace] == ["outer"]
+
+    async def test_a_pipe_flushes_what_its_members_hold(self, mode: str) -> None:
+        pipe = ops.batch(10, id="batch") | ops.map(as_mode(upper, mode), id="up")
+        assert pipe.multi_emit is True
+        state: dict[Any, Any] = {}
+        hook, flush = pipe.process_output_stream, pipe.flush_output_stream
+        assert hook is not None and flush is not None
+        for chunk in (td("a"), td("b")):
+            got = hook(part=chunk, state=state)
+            assert (await got if mode == "async" else got) in (None, [])
+        assert texts(await flush(state=state)) == ["AB"]
+        outer = P("outer", process_output_stream=hook, flush_output_stream=flush,
+                  multi_emit=True)
+        assert texts(await collect(ABC, outer)) == ["ABC"]
+
+    async def test_a_pipe_passes_data_chunks_only_to_members_that_ask(self, mode: str) -> None:
+        seen: list[str] = []
+
+        def note(name: str) -> Any:
+            return as_mode(lambda c: seen.append(f"{name}:{c.type}") or c, mode)
+
+        pipe = ops.map(note("data"), id="d", data=True) | ops.map(note("text"), id="t")
+        assert pipe.process_data_parts is True
+        outer = P("outer", process_output_stream=pipe.process_output_stream,
+                  process_data_parts=True)
+        out = await collect([DataChunk(type="data-x", data=1), td("a")], outer)
+        assert [c.type for c in out] == ["data-x", "text-delta"]
+        assert seen == ["data:data-x", "data:text-delta", "text:text-delta"]
+
+    async def test_a_pipe_in_an_agent_list_is_flattened(self, mode: str) -> None:
+        from streamkit import Agent
+        from streamkit.testing import ScriptedModel, text
+
+        count = ops.scan(as_mode(lambda acc, c: acc + 1, mode), 0, id="count",
+                         types="text-delta")
+        shout = ops.map(as_mode(upper, mode), id="up", types="text-delta")
+        agent = Agent(id="a", model=ScriptedModel([text("hi there")]),
+                      output_processors=[count | shout])
+        result = await agent.generate("x")
+        assert result.text == "HI THERE"
+        assert result.states["count"] == {"acc": 2}
+        stream_records = {r.processor_id for r in result.trace
+                          if r.hook == "process_output_stream"}
+        assert stream_records == {"count", "up"}
 
     async def test_processor_error_propagates(self) -> None:
         def boom(part: Any) -> Any:

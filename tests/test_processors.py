@@ -503,9 +503,9 @@ class TestLLMRequestAndAPIError:
         def never() -> Any:
             calls.append("never")
 
-        retry = await run_api_error(RequestRuntime(), [
+        retried_by = await run_api_error(RequestRuntime(), [
             register(P("b", process_api_error=hook(mode, broken))),
             register(P("f", process_api_error=hook(mode, fixer))),
             register(P("n", process_api_error=hook(mode, never)))], ml_with("x"),
             {"error": ValueError("x")}, step=0)
-        assert retry is True and calls == ["broken", "fixer"]
+        assert retried_by == "f" and calls == ["broken", "fixer"]

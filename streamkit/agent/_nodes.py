@@ -59,7 +59,7 @@ from ._build import (
     step_end_payload,
     usage_of,
 )
-from ._result import StepResult
+from ._result import StepResult, Usage
 from ._routing import Origin
 from ._run import NodeFn, Run, Stream
 from ._state import FEEDBACK_TEMPLATE, RunConfig, StepState
@@ -142,10 +142,17 @@ async def process_input_step(run: Run) -> str:
 
 def _step_args(run: Run, step: StepState) -> dict[str, Any]:
     args = _base_args(run)
-    args.update(model=step.model, tools=dict(step.tools), tool_choice=step.tool_choice,
+    args.update(model=step.model, tools=dict(step.tools), tool_choice=_tool_choice(step),
                 active_tools=list(step.tools), provider_options=step.provider_options,
                 model_settings=step.model_settings, structured_output=step.structured_output)
     return args
+
+
+def _tool_choice(step: StepState) -> Any:
+    """The step's tool choice as hooks see it: the current setting, ``"auto"`` when none was
+    set (Mastra's default, and what providers do without one). The model request carries it only
+    when something set it, so a request body stays what it was without processors."""
+    return step.tool_choice if step.tool_choice is not None else "auto"
 
 
 def _apply_overrides(cfg: RunConfig, step: StepState, ov: StepOverrides) -> None:
@@ -190,7 +197,7 @@ def _prompt(run: Run) -> list[dict[str, Any]]:
 async def process_llm_request(run: Run) -> str:
     step = run.step
     args = _base_args(run)
-    args.update(prompt=_prompt(run), tools=dict(step.tools), tool_choice=step.tool_choice,
+    args.update(prompt=_prompt(run), tools=dict(step.tools), tool_choice=_tool_choice(step),
                 model_settings=step.model_settings, provider_options=step.provider_options)
     prompt, replay = await run_llm_request(run.runtime, run.config.input_specs, args,
                                            step=run.state.step_number)
@@ -282,13 +289,14 @@ async def process_api_error(run: Run) -> str:
     st.message_list.rollback(step.checkpoint)
     args = _base_args(run)
     args["error"] = error
-    retry = await run_api_error(run.runtime, unique, st.message_list, args,
-                                step=st.step_number)
+    retried_by = await run_api_error(run.runtime, unique, st.message_list, args,
+                                     step=st.step_number)
     st.usage = st.usage + step.usage
     cap = cfg.error_retry_cap
-    if retry and cap is not None and st.retry_count < cap:
+    if retried_by is not None and cap is not None and st.retry_count < cap:
         if step.streamed:
-            _withdraw(run, reason=str(error), processor_id=None)
+            # Closed like a processor-requested retry (Mastra: step-finish(retry), step-start).
+            _withdraw(run, reason=str(error), processor_id=retried_by, usage=step.usage)
         st.steps.append(StepResult(step_number=st.step_number, finish_reason="retry",
                                    usage=step.usage, retry_count=st.retry_count))
         st.retry_count += 1
@@ -304,13 +312,18 @@ async def process_api_error(run: Run) -> str:
     return "fail"
 
 
-def _withdraw(run: Run, *, reason: str, processor_id: str | None) -> None:
-    """Tell the client to withdraw what it showed of this step (transient, never stored)."""
+def _withdraw(run: Run, *, reason: str, processor_id: str | None, usage: Usage) -> None:
+    """Withdraw the streamed attempt of this step: tell the client to take back what it showed
+    (``data-step-retry``: transient, never stored, naming the processor that asked for the
+    retry), then close the attempt with a ``step-finish`` of reason ``retry``."""
     st, step = run.state, run.step
     st.delivered = [rec for rec in st.delivered if rec is not step.recorder]
     run.emit(DataChunk(type="data-step-retry", transient=True, data={
         "stepNumber": st.step_number, "reason": reason, "processorId": processor_id,
         "retryCount": st.retry_count + 1}), Origin.RUN)
+    run.emit(StepFinish(payload=step_end_payload(
+        "step-finish", "retry", True, "", [], usage, run.run_id),
+        run_id=run.run_id, from_=AGENT), Origin.RUN)
 
 
 async def process_llm_response(run: Run) -> str:
@@ -469,10 +482,7 @@ async def retry(run: Run) -> str:
     await run.close_source()
     st.message_list.rollback(step.checkpoint)
     if step.streamed:
-        _withdraw(run, reason=info.reason, processor_id=info.processor_id)
-        run.emit(StepFinish(payload=step_end_payload(
-            "step-finish", "retry", True, "", [], step.usage, run.run_id),
-            run_id=run.run_id, from_=AGENT), Origin.RUN)
+        _withdraw(run, reason=info.reason, processor_id=info.processor_id, usage=step.usage)
     st.steps.append(StepResult(step_number=st.step_number, finish_reason="retry",
                                usage=step.usage, tripwire=info, retry_count=st.retry_count))
     st.usage = st.usage + step.usage
@@ -497,6 +507,7 @@ async def process_output_result(run: Run) -> str:
                                              "request_context": run.runtime.request_context},
                            default_source="response")
     st.text = _response_text(st.message_list)
+    st.has_result_text = True
     return "finish"
 
 
@@ -530,6 +541,7 @@ async def tripwire(run: Run) -> str:
     st.tripwire = info
     st.finish_reason = "other"
     st.text = ""
+    st.has_result_text = False  # stream.text: what the consumer received before the block
     run.emit(TripwireChunk(reason=info.reason, retry=info.retry,
                            metadata=info.metadata if info.metadata is not None else UNSET,
                            processor_id=info.processor_id or UNSET,

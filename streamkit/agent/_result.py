@@ -178,11 +178,15 @@ class AgentStream:
 
     @property
     def text(self) -> Awaitable[str]:
-        """Awaitable: the text deltas the consumer received, joined — after a tripwire, the
-        text streamed before it; a retried step's withdrawn text is not included."""
+        """Awaitable: the run's text. Once ``process_output_result`` has run it is
+        ``result.text`` — what that hook left, edits included (as Mastra's ``stream.text``).
+        A run that never got there (a tripwire, an error, a consumer that closed early) gives
+        the text deltas the consumer received, joined; a retried step's withdrawn text is not
+        included either way."""
         async def joined() -> str:
             await self._drain()
-            return self._run.state.delivered_text()
+            st = self._run.state
+            return st.text if st.has_result_text else st.delivered_text()
         return joined()
 
     @property

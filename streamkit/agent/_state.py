@@ -134,6 +134,8 @@ class RunState:
     error: BaseException | None = None
     finish_reason: str = "unknown"
     text: str = ""
+    #: ``text`` is the run's final text (``process_output_result`` has run).
+    has_result_text: bool = False
     object: Any = None
     delivered: list[StepRecorder] = field(default_factory=list)
 

@@ -1,4 +1,5 @@
-"""The ``Processor`` base class, ``Pipeline`` (processors composed with ``|``) and typing helpers.
+"""The ``Processor`` base class, ``Pipeline`` (processors composed with ``|``, itself a processor)
+and typing helpers.
 
 A processor is any object with a string ``id`` and at least one hook; subclassing ``Processor`` is
 the usual way. The base class defines *no* hook: a hook exists only where a subclass writes it, so
@@ -7,7 +8,11 @@ a misspelled hook is caught at registration instead of silently never running.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Protocol, runtime_checkable
+from typing import Any, Callable, Iterable, Iterator, Protocol, runtime_checkable
+
+from ._chain import StreamChain
+from ._runtime import RequestRuntime, Writer
+from ._spec import ProcessorSpec, register
 
 __all__ = [
     "Processor", "Pipeline", "InputProcessor", "OutputProcessor", "ErrorProcessor",
@@ -26,7 +31,8 @@ class Processor:
 
     Attributes:
         id: identity; keys the per-request ``state`` and names the processor in tripwires.
-        name: display name (defaults to ``id``).
+        name: display name; reads as ``id`` until one is set (as Mastra documents it), so
+            ``Processor("guard").name == "guard"``. A subclass may also set ``name = "..."``.
         description: display text.
         processor_index: set by the runtime to the position in its combined list.
         process_data_parts: when True, ``data-*`` chunks reach ``process_output_stream``.
@@ -43,7 +49,7 @@ class Processor:
     """
 
     id: str = ""
-    name: str | None = None
+    _name: str | None = None
     description: str | None = None
     processor_index: int | None = None
     process_data_parts: bool = False
@@ -59,6 +65,15 @@ class Processor:
             self.description = description
 
     @property
+    def name(self) -> str:
+        """The display name: the one set, else ``id``."""
+        return self._name if self._name is not None else self.id
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self._name = value
+
+    @property
     def display_name(self) -> str:
         return self.name or self.id or type(self).__name__
 
@@ -72,19 +87,61 @@ class Processor:
         return f"<{type(self).__name__} id={self.id!r}>"
 
 
-class Pipeline:
-    """Processors composed with ``|``: ``ops.map(f) | Redactor() | ops.filter(g)``.
+class _ChainKey:
+    """The key a pipeline keeps its per-request chain under in its ``state``: not a ``str``, so
+    it never collides with a member's id."""
 
-    A pipeline is itself usable wherever a processor list is (``output_processors=[pipe]``,
-    ``ops.apply(source, pipe)``); it is flattened at registration so each member keeps its own
-    id, state and hooks, and stream hooks stay fused into one pass per chunk.
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<pipeline chain>"
+
+
+_CHAIN = _ChainKey()
+
+
+class Pipeline(Processor):
+    """Processors composed with ``|``: ``ops.map(f) | Redactor() | ops.filter(g)`` — itself a
+    processor, usable wherever one is.
+
+    **In a processor list** (``output_processors=[pipe]``, ``ops.apply(source, pipe)``, any
+    lane) the pipeline is flattened at registration: each member is registered on its own, so
+    it keeps its own id, ``state`` (``result.states[member.id]``), trace record and
+    ``on_violation``, all its hooks run (not only the stream hook), a tripwire names the member
+    that tripped, and the stream hooks stay fused into one pass per chunk with the rest of the
+    list. This is what streamkit's runners do.
+
+    **As one processor** (called directly, or handed to code that knows only the processor
+    interface) it has an ``id`` (the members' ids joined by ``" | "``, unless given),
+    ``process_output_stream`` and, when a member has one, ``flush_output_stream``: each chunk
+    goes through the members in order, fused as in a list. Its ``state`` holds each member's
+    state under the member's id (and, under a private non-``str`` key, the request's fused
+    chain), so one state dict is one request. The hook is ``async`` when any member's stream
+    hook is, else a plain function (decided on first use); ``flush_output_stream`` is always
+    ``async``. ``process_data_parts``/``multi_emit`` are true when a member's is (a data chunk
+    still reaches only members that asked for it). Its caller records it as one processor; a
+    member's ``on_violation`` is left to the caller too (the TripWire names the member).
+
+    Args:
+        *members: processors, operators or pipelines (flattened).
+        id: the pipeline's id; defaults to the members' ids joined by ``" | "``.
 
     Marble::
 
         --a--b--c--|   map(upper) | drop(is_b)   --A-----C--|
+
+    Example:
+        >>> from streamkit import ops
+        >>> from streamkit.chunks import TextDelta
+        >>> pipe = ops.map(lambda c: c, id="same") | ops.drop(lambda c: False, id="none")
+        >>> pipe.id
+        'same | none'
+        >>> state = {}
+        >>> pipe.process_output_stream(part=TextDelta(id="t", text="hi"), state=state).payload.text
+        'hi'
     """
 
-    def __init__(self, *members: Any) -> None:
+    def __init__(self, *members: Any, id: str | None = None) -> None:
         flat: list[Any] = []
         for member in members:
             if isinstance(member, Pipeline):
@@ -92,10 +149,67 @@ class Pipeline:
             else:
                 flat.append(member)
         self.members: tuple[Any, ...] = tuple(flat)
+        super().__init__(id if id is not None else
+                         " | ".join(str(getattr(m, "id", "?")) for m in self.members))
+        # Read as registration reads them, so the flags match the members' specs.
+        self.process_data_parts = any(bool(getattr(m, "process_data_parts", False))
+                                      for m in self.members)
+        self.multi_emit = any(bool(getattr(m, "multi_emit", False)) for m in self.members)
+        self._hook: Callable[..., Any] | None = None
+        self._specs: list[ProcessorSpec] | None = None
+
+    # -- the composite's own flags and hooks (see the class docstring) -------------------------
+
+    def _member_specs(self) -> list[ProcessorSpec]:
+        if self._specs is None:
+            self._specs = [register(m) for m in self.members]
+        return self._specs
 
     @property
-    def id(self) -> str:
-        return " | ".join(str(getattr(m, "id", "?")) for m in self.members)
+    def process_output_stream(self) -> Callable[..., Any] | None:
+        """The members' stream hooks as one (``None`` when no member has one)."""
+        if self._hook is None:
+            streams = [s for s in self._member_specs() if "process_output_stream" in s.hooks]
+            if not streams:
+                return None
+            is_async = any(s.hooks["process_output_stream"].is_async for s in streams)
+            self._hook = self._push_async if is_async else self._push
+        return self._hook
+
+    @property
+    def flush_output_stream(self) -> Callable[..., Any] | None:
+        """Flush every member in order (``None`` when no member flushes)."""
+        return self._flush if any(s.flush for s in self._member_specs()) else None
+
+    def _chain(self, state: dict[Any, Any], writer: Writer | None, message_list: Any,
+               request_context: Any, retry_count: int) -> StreamChain:
+        chain = state.get(_CHAIN)
+        if chain is None:
+            runtime = RequestRuntime(request_context, timed=False)
+            runtime.states = state  # each member's state, under its id, in the pipeline's
+            chain = state[_CHAIN] = StreamChain(self._member_specs(), runtime, writer=writer,
+                                                message_list=message_list)
+        chain.retry_count = retry_count
+        return chain
+
+    def _push(self, part: Any, state: dict[Any, Any], writer: Writer | None = None,
+              message_list: Any = None, request_context: Any = None, retry_count: int = 0
+              ) -> Any:
+        return self._chain(state, writer, message_list, request_context, retry_count).push(part)
+
+    async def _push_async(self, part: Any, state: dict[Any, Any], writer: Writer | None = None,
+                          message_list: Any = None, request_context: Any = None,
+                          retry_count: int = 0) -> Any:
+        return await self._chain(state, writer, message_list, request_context,
+                                 retry_count).push(part)
+
+    async def _flush(self, state: dict[Any, Any], writer: Writer | None = None,
+                     message_list: Any = None, request_context: Any = None,
+                     retry_count: int = 0) -> list[Any]:
+        chain = self._chain(state, writer, message_list, request_context, retry_count)
+        return await chain.flush()
+
+    # -- a sequence of members ------------------------------------------------------------------
 
     def __or__(self, other: Any) -> Pipeline:
         return Pipeline(self, other)

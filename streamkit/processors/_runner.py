@@ -317,9 +317,11 @@ async def run_llm_response(runtime: RequestRuntime, specs: Sequence[ProcessorSpe
 
 
 async def run_api_error(runtime: RequestRuntime, specs: Sequence[ProcessorSpec],
-                        message_list: MessageList, available: dict[str, Any], *, step: int) -> bool:
+                        message_list: MessageList, available: dict[str, Any], *, step: int
+                        ) -> str | None:
     """Run ``process_api_error`` in order until one returns ``{"retry": True}`` (it wins; later
-    ones are not called). Returns whether a retry was requested. TripWires propagate."""
+    ones are not called). Returns the id of the processor that asked for the retry (it names
+    the retry in ``data-step-retry``), or ``None`` when none did. TripWires propagate."""
     for spec in specs:
         if "process_api_error" not in spec.hooks:
             continue
@@ -340,5 +342,5 @@ async def run_api_error(runtime: RequestRuntime, specs: Sequence[ProcessorSpec],
                       "APIErrorResult", spec.id, result)
             continue
         if result.get("retry"):
-            return True
-    return False
+            return spec.id
+    return None
