@@ -5,11 +5,19 @@ validated with msgspec before ``execute`` runs (``ToolError`` says which argumen
 what was expected). A tool may be ``def`` or ``async def``; it may ask for ``writer`` (to emit
 ``data-*`` chunks), ``request_context``, ``tool_call_id`` or ``abort_signal`` by naming them; those
 are injected and never appear in the schema.
+
+Arguments the tool does not declare are dropped before the call, as Mastra's object schemas
+strip unknown keys: OpenAI-compatible servers (a LiteLLM proxy, LLMock) send extras such as
+``unit`` to a ``get_weather(city)``, and the call should still run. A function with
+``**kwargs`` receives them instead (validated against its hint). Each drop is logged on the
+``streamkit.tools`` logger, and the ``tool-call``/``tool-result`` chunks keep the arguments as the
+model sent them. A missing or ill-typed declared argument is still a ``ToolError``.
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
 from typing import Any, Callable, get_type_hints
 
 import msgspec
@@ -24,6 +32,13 @@ __all__ = ["Tool", "tool", "json_schema"]
 INJECTED = frozenset(("writer", "request_context", "tool_call_id", "abort_signal"))
 
 _MISSING = object()
+
+log = logging.getLogger("streamkit.tools")
+
+
+def _log_dropped(name: str, dropped: set[str], known: set[str]) -> None:
+    log.info("tool %r: dropped undeclared argument(s) %s; it declares %s", name,
+             sorted(dropped), sorted(known))
 
 
 def json_schema(tp: Any) -> dict[str, Any]:
@@ -61,6 +76,10 @@ class Tool:
         input_schema: JSON schema of its arguments (an object schema).
         execute: ``fn(args: dict, **injected)`` or, for ``@tool`` tools, the typed function.
         validate: ``fn(args: dict) -> dict`` returning validated arguments or raising ``ToolError``.
+
+    Without ``validate``, keys ``input_schema`` does not list under ``properties`` are dropped
+    before ``execute`` unless the schema allows more (``additionalProperties`` true or a schema);
+    a schema with no ``properties`` takes any object.
     """
 
     def __init__(self, id: str, description: str, input_schema: dict[str, Any],
@@ -94,8 +113,20 @@ class Tool:
             raise ToolError(f"tool {self.id!r} expects a JSON object of arguments, got "
                             f"{type(args).__name__}: {args!r:.80}", tool_name=self.id)
         if self._validate is None:
-            return args
+            return self._declared(args)
         return self._validate(args)
+
+    def _declared(self, args: dict[str, Any]) -> dict[str, Any]:
+        """``args`` without the keys the JSON schema does not declare (see the class doc)."""
+        props = self.input_schema.get("properties")
+        extra = self.input_schema.get("additionalProperties", False)
+        if not isinstance(props, dict) or (extra is not False and extra is not None):
+            return args
+        dropped = set(args) - set(props)
+        if not dropped:
+            return args
+        _log_dropped(self.id, dropped, set(props))
+        return {k: v for k, v in args.items() if k in props}
 
     async def run(self, args: Any, **injected: Any) -> Any:
         """Validate ``args`` and call the tool, injecting what it asks for."""
@@ -117,16 +148,25 @@ class Tool:
         return f"Tool({self.id!r})"
 
 
-def _validator(name: str, params: list[tuple[str, Any, Any]]
+def _validator(name: str, params: list[tuple[str, Any, Any]], rest: Any = _MISSING
                ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Validate declared arguments; undeclared ones go to ``**kwargs`` (typed ``rest``) when the
+    function has it, else they are dropped. Injected names are never taken from the model."""
     known = {p[0] for p in params}
 
     def validate(args: dict[str, Any]) -> dict[str, Any]:
         unknown = set(args) - known
-        if unknown:
-            raise ToolError(f"tool {name!r} got unexpected argument(s) {sorted(unknown)}; "
-                            f"expected {sorted(known)}", tool_name=name)
         out: dict[str, Any] = {}
+        if unknown and rest is not _MISSING:
+            for key in sorted(unknown - INJECTED):
+                try:
+                    out[key] = msgspec.convert(args[key], type=rest, strict=False)
+                except msgspec.ValidationError as exc:
+                    raise ToolError(f"tool {name!r}, extra argument {key!r}: {exc} "
+                                    f"(got {args[key]!r:.60})", tool_name=name) from exc
+            unknown &= INJECTED
+        if unknown:
+            _log_dropped(name, unknown, known)
         for pname, hint, default in params:
             if pname not in args:
                 if default is _MISSING:
@@ -150,6 +190,9 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
     The schema comes from the type hints (msgspec's JSON schema for each parameter; parameters
     with defaults are optional); the description from ``description`` or the docstring's first
     paragraph. ``writer``, ``request_context``, ``tool_call_id`` and ``abort_signal`` are injected.
+    Arguments the function does not declare are dropped before the call, unless it takes
+    ``**kwargs``, which then receives them (checked against its hint; the schema's
+    ``additionalProperties`` says so to the model).
 
     Example:
         >>> @tool
@@ -170,10 +213,14 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
         sig = inspect.signature(f)
         params: list[tuple[str, Any, Any]] = []
         injected: list[str] = []
+        rest: Any = _MISSING
         for p in sig.parameters.values():
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
-                raise ToolError(f"tool {tool_name!r}: parameter {p.name!r} must be a plain "
-                                f"named parameter (no *args, **kwargs or '/')", tool_name=tool_name)
+            if p.kind is p.VAR_KEYWORD:
+                rest = hints.get(p.name, Any)  # receives the arguments it does not declare
+                continue
+            if p.kind in (p.VAR_POSITIONAL, p.POSITIONAL_ONLY):
+                raise ToolError(f"tool {tool_name!r}: parameter {p.name!r} must be a named "
+                                f"parameter or **kwargs (no *args or '/')", tool_name=tool_name)
             if p.name in INJECTED:
                 injected.append(p.name)
                 continue
@@ -183,9 +230,10 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
                                 tool_name=tool_name)
             default = _MISSING if p.default is p.empty else p.default
             params.append((p.name, hints[p.name], default))
+        hinted = [h for _, h, _ in params] + ([] if rest is _MISSING else [rest])
         try:
             schemas, components = msgspec.json.schema_components(
-                [h for _, h, _ in params], ref_template="#/$defs/{name}")
+                hinted, ref_template="#/$defs/{name}")
         except (TypeError, ValueError) as exc:
             raise ToolError(f"tool {tool_name!r}: a parameter type has no JSON schema: {exc}",
                             tool_name=tool_name) from exc
@@ -201,14 +249,15 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
         schema_obj: dict[str, Any] = {
             "type": "object", "properties": properties,
             "required": [p for p, _, d in params if d is _MISSING],
-            "additionalProperties": False,
+            # With **kwargs, the extras' schema ({} for Any: anything goes).
+            "additionalProperties": False if rest is _MISSING else (schemas[-1] or True),
         }
         if components:
             schema_obj["$defs"] = components
         doc = inspect.getdoc(f) or ""
         desc = description if description is not None else doc.split("\n\n")[0].strip()
         return Tool(tool_name, desc or tool_name, schema_obj, f,
-                    validate=_validator(tool_name, params), injected=tuple(injected),
+                    validate=_validator(tool_name, params, rest), injected=tuple(injected),
                     spread_args=True)
 
     if fn is not None:
