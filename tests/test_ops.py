@@ -9,7 +9,7 @@ from typing import Any, AsyncIterator
 import pytest
 import reactivex
 
-from streamkit import Pipeline, Processor, ProcessorError, ops
+from streamkit import Pipeline, Processor, ProcessorDefinitionError, ProcessorError, ops
 from streamkit.chunks import DataChunk, TextDelta, ToolCall
 from streamkit.errors import InvalidArgument, InvalidType
 from streamkit.processors import is_async_callable
@@ -193,6 +193,15 @@ class TestComposition:
             out.append(await got if mode == "async" else got)
         assert [c.payload.text if c is not None else None for c in out] == ["A!", None, "C!"]
         assert pipe.flush_output_stream is None  # no member holds chunks back
+
+    def test_a_pipe_without_stream_members_has_no_stream_hook(self) -> None:
+        inputs = Pipeline(P("a", process_input=lambda: None), P("b", process_input=lambda: None))
+        assert inputs.process_output_stream is None and inputs.flush_output_stream is None
+
+    def test_a_bad_member_is_reported_when_the_pipe_is_first_used(self) -> None:
+        pipe = ops.map(upper) | P("bad", process_output_stream=lambda chunk, extra: chunk)
+        with pytest.raises(ProcessorDefinitionError, match="did you mean 'part'"):
+            getattr(pipe, "process_output_stream")  # noqa: B009 - the access is the test
 
     async def test_a_pipe_as_one_processor_keeps_member_state_in_its_own(self, mode: str
                                                                          ) -> None:
