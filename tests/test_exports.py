@@ -85,7 +85,7 @@ INTENDED: dict[str, set[str]] = {
         "available_encodings", "count_text", "count_messages", "count_tools", "count_request",
         "DEFAULT_ENCODING",
     },
-    "streamkit.memory": {"Memory", "SQLiteStore", "MessageStore", "Thread"},
+    "streamkit.memory": {"Memory", "SQLiteStore", "PostgresStore", "MessageStore", "Thread"},
     "streamkit.models": {
         "Model", "ModelRequest", "ToolSpec", "ScriptedModel", "FunctionModel", "text",
         "tool_call", "reasoning", "api_error", "resolve_model", "complete", "OpenAIChatModel",
