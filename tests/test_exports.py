@@ -103,6 +103,10 @@ INTENDED: dict[str, set[str]] = {
         "live", "DisplayHandle",
         "bar_chart", "bar_chart_svg", "HtmlBlock",
     },
+    "streamkit.replay": {
+        "replay", "ReplayReport", "ProcessorReport", "MemorySource", "RecordedStream",
+        "read_streams", "load_pipeline",
+    },
     "streamkit.graph": {"Node", "Edge", "Graph", "START", "END"},
     "streamkit.errors": {
         "StreamkitError", "ProcessorDefinitionError", "ProcessorError", "ChunkDecodeError",

@@ -40,6 +40,11 @@ FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("streamkit/tokens.py", "tiktoken"):
         "heavy: `import streamkit` imports tokens; tiktoken's native extension loads on first "
         "count",
+    ("streamkit/replay/_execute.py", "ray"):
+        "optional and heavy: the ray extra takes seconds to import; only a replay with ray= "
+        "needs it",
+    ("streamkit/replay/_execute.py", "ray.data"):
+        "optional and heavy: as ray",
     ("streamkit/tokens.py", "tiktoken.model"):
         "heavy: as tiktoken, only when a model id is mapped to its encoding",
 }

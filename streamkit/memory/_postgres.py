@@ -38,9 +38,9 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import Sequence
-from datetime import datetime, timezone
-from typing import Any, Awaitable, Callable, TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 from streamkit.errors import InvalidArgument, InvalidType, MemoryStoreError, StreamkitError
 from streamkit.messages import Message, decode_message, message_encoder
@@ -95,7 +95,7 @@ _THREAD_COLUMNS = "id, resource_id, title, metadata, created_at, updated_at"
 
 
 def _utc(value: datetime) -> datetime:
-    return value.astimezone(timezone.utc)
+    return value.astimezone(UTC)
 
 
 def _thread_of(row: Sequence[Any]) -> Thread:
