@@ -119,7 +119,7 @@ INTENDED: dict[str, set[str]] = {
         "UnicodeNormalizer", "SystemPromptScrubber", "TokenLimiter", "BatchParts",
         "StructuredOutput", "ToolCallFilter", "CostGuard", "Price", "InMemoryUsageStore",
         "SQLiteUsageStore", "ResponseCache", "InMemoryCache", "SQLiteCache",
-        "PrefillErrorHandler", "is_prefill_error",
+        "PrefillErrorHandler", "is_prefill_error", "RedisCache", "RedisUsageStore",
         # guards and the pieces to build your own
         "PIIDetector", "PII_TYPES", "mask_value", "RegexFilter", "PRESETS", "Rule", "Detection",
         "find_all", "HoldbackScanner", "HoldbackGuard", "RedactingGuard", "PlaceholderVault",
