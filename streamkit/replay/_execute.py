@@ -106,17 +106,25 @@ def _processes(payload: tuple[str, Any], batches: list[list[RecordedStream]],
 def _ray_rows(payload: tuple[str, Any], batches: list[list[RecordedStream]],
               ray_target: Any, report: ReplayReport) -> Iterator[list[dict[str, Any]]]:
     # Ray takes seconds to import and is an optional extra: only a Ray replay loads it.
-    import ray
-    import ray.data
+    try:
+        import ray
+        import ray.data
+    except ImportError as exc:
+        raise StreamkitError(f"replay(ray=...) needs Ray Data: pip install 'streamkit[ray]' "
+                             f"({exc})") from exc
 
     started = False
     if not ray.is_initialized():
         sys_path = os.pathsep.join(p for p in sys.path if p)
         env = {"env_vars": {"PYTHONPATH": sys_path}}
-        if ray_target in (True, "local"):
-            ray.init(include_dashboard=False, log_to_driver=False, runtime_env=env)
-        else:
-            ray.init(address=str(ray_target), log_to_driver=False, runtime_env=env)
+        try:
+            if ray_target in (True, "local"):
+                ray.init(include_dashboard=False, log_to_driver=False, runtime_env=env)
+            else:
+                ray.init(address=str(ray_target), log_to_driver=False, runtime_env=env)
+        except Exception as exc:  # noqa: BLE001 - Ray raises builtins (ConnectionError...)
+            raise StreamkitError(f"could not start or reach Ray at {ray_target!r}: "
+                                 f"{type(exc).__name__}: {exc}") from exc
         started = True
     try:
         report.workers = int(ray.cluster_resources().get("CPU", 0))  # type: ignore[no-untyped-call]
