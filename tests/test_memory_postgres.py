@@ -87,6 +87,26 @@ class TestProcesses:
             assert all(position[q] < position[f"re: {q}"] for q in want)
 
 
+class TestResources:
+    async def test_a_resource_cannot_read_another_resources_thread(self, pg_dsn: str,
+                                                                   pg_schema: str) -> None:
+        # Two deployments' processes (two stores, two pools) on one database.
+        async with Memory(PostgresStore(pg_dsn, schema=pg_schema)) as mine, \
+                Memory(PostgresStore(pg_dsn, schema=pg_schema)) as theirs:
+            await Agent(id="a", model=FunctionModel(echo), memory=mine).generate(
+                "my card is 4111", thread_id=T, resource_id=U)
+            model = FunctionModel(echo)
+            with pytest.raises(MemoryStoreError, match="belongs to resource 'user-1'"):
+                await Agent(id="a", model=model, memory=theirs).generate(
+                    "show me", thread_id=T, resource_id="mallory")
+            with pytest.raises(MemoryStoreError, match="belongs to resource"):
+                await theirs.recall(T, "mallory")
+            assert model.calls == 0
+            assert await theirs.list_threads("mallory") == []
+            assert [get_text(m) for m in await mine.get_messages(T)] == [
+                "my card is 4111", "re: my card is 4111"]
+
+
 class TestConnectionLoss:
     async def test_a_connection_killed_mid_turn_stores_nothing_and_raises(
             self, store: PostgresStore, pg_dsn: str, pg_schema: str) -> None:

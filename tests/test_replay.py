@@ -389,6 +389,19 @@ class TestCommandLine:
         assert (summary["mode"], summary["streams"]) == ("ray", 60)
         assert summary["tripped"] == data.forbidden
 
+    async def test_memory_threads_of_a_sqlite_file(self, tmp_path: Path) -> None:
+        db = tmp_path / "memory.db"
+        async with Memory(SQLiteStore(db)) as memory:
+            agent = Agent(id="a", model=ScriptedModel([text("Write to ada@example.com.")]),
+                          memory=memory)
+            await agent.generate("q", thread_id="t1", resource_id="u1")
+        done = _cli(f"sqlite:{db}", "--resource", "u1", "--pipeline", PIPELINE,
+                    "--json", "-", "--no-progress", "--processes", "1")
+        assert done.returncode == 0, done.stderr
+        rows = [json.loads(line) for line in done.stdout.splitlines()]
+        assert rows[0]["stream"].startswith("t1/")
+        assert rows[-1]["summary"]["processors"]["pii"]["redactions"] == 1
+
     def test_a_bad_pipeline_is_an_error_message_not_a_traceback(self, tmp_path: Path) -> None:
         done = _cli(str(tmp_path), "--pipeline", "nowhere:X")
         assert done.returncode == 2
