@@ -349,6 +349,14 @@ class TestApi:
             replay([_recorded("a"), _recorded("b")], local, processes=2, batch_size=1)
         assert replay([_recorded("a")], local, processes=1).streams == 1
 
+    def test_no_streams_is_an_empty_report(self, tmp_path: Path) -> None:
+        report = replay([tmp_path], PIPELINE, ray=False)
+        assert report.counts() == {
+            "streams": 0, "chunks": 0, "delivered": 0, "tripped": 0, "errors": 0,
+            "processors": {pid: dict.fromkeys(("in", "out", "dropped", "rewritten", "added",
+                                               "redactions", "tripwires"), 0)
+                           for pid in ("drop-reasoning", "american", "pii", "forbidden")}}
+
     def test_the_summary_table_names_every_processor(self) -> None:
         report = replay([_recorded("colour ")], PIPELINE, processes=1)
         table = report.summary()

@@ -166,7 +166,8 @@ def replay(sources: Iterable[Any] | str, pipeline: Any, *, ray: Any = None,
             or ``RecordedStream``s — see ``streamkit.replay._sources``.
         pipeline: a processor, a list or ``Pipeline``, or ``"module:attribute"`` naming one
             (or a no-argument factory); only stream hooks (``process_output_stream``) run.
-        ray: ``None`` (local), ``True``/``"local"`` or an address: run as Ray Data tasks.
+        ray: ``None``/``False`` (local), ``True``/``"local"`` or an address: run as Ray Data
+            tasks.
         processes: local worker processes (default: every core; ``1``: in this process).
         batch_size: streams per task.
         on_stream: called in this process with every stream's result row (for JSON lines).
@@ -189,6 +190,8 @@ def replay(sources: Iterable[Any] | str, pipeline: Any, *, ray: Any = None,
     if processes is not None and (isinstance(processes, bool) or not isinstance(processes, int)
                                   or processes < 1):
         raise InvalidArgument(f"processes must be None or an int >= 1, got {processes!r}")
+    if ray is False:
+        ray = None
     if ray is not None and ray is not True and not isinstance(ray, str):
         raise InvalidType(f"ray must be None, True, 'local' or an address string, got {ray!r}")
     if on_stream is not None and not callable(on_stream):
@@ -201,10 +204,11 @@ def replay(sources: Iterable[Any] | str, pipeline: Any, *, ray: Any = None,
     workers = min(workers, max(1, len(batches)))
     report = ReplayReport(processors={pid: ProcessorReport(pid)
                                       for pid in processor_ids(resolved)})
-    if ray is not None:
+    if not batches:
+        results: Iterator[list[dict[str, Any]]] = iter(())
+    elif ray is not None:
         report.mode = "ray"
-        results: Iterator[list[dict[str, Any]]] = _ray_rows(pipeline_payload(pipeline),
-                                                            batches, ray, report)
+        results = _ray_rows(pipeline_payload(pipeline), batches, ray, report)
     elif workers > 1:
         report.mode = "processes"
         results = _processes(pipeline_payload(pipeline), batches, workers)
