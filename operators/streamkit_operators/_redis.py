@@ -18,6 +18,10 @@ the server doing the work that must not race:
   outgrows the window; ``total`` sums the window server-side (one round trip, one consistent
   view). Each record's member is unique (a random id), so two calls with equal figures at the
   same instant are two records.
+* What stays two steps is ``CostGuard``'s: it reads the total before a model call and records
+  the call after it (the tokens are known only then), as with every store. Requests of one
+  scope that start at the same moment can each pass the check; the overshoot is at most one
+  call per request in flight, and the next check sees all of them.
 
 Both use redis-py's asyncio client (the ``redis`` extra: ``pip install 'streamkit[redis]'``),
 made on first use in the event loop that first uses the backend: make one per process (per
