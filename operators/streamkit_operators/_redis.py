@@ -32,18 +32,24 @@ cannot be read is not silently skipped.
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 from typing import Any
 
 from streamkit.errors import InvalidArgument, InvalidType, StreamkitError
 
-try:
-    import redis.asyncio as aioredis
-    from redis.exceptions import RedisError
-except ImportError:  # pragma: no cover - exercised only without the redis extra
-    aioredis = None  # type: ignore[assignment]
-    RedisError = OSError  # type: ignore[assignment,misc]
+@functools.cache
+def _redis() -> tuple[Any, type[Exception]]:
+    """redis-py's asyncio client class and its error base, imported when the first backend is
+    made (the optional ``redis`` extra, and a fifth of a second to import)."""
+    try:
+        import redis.asyncio as aioredis
+        from redis.exceptions import RedisError
+    except ImportError as exc:
+        raise StreamkitError(f"the Redis backends need redis-py: pip install "
+                             f"'streamkit[redis]' ({exc})") from exc
+    return aioredis.Redis, RedisError
 
 __all__ = ["RedisCache", "RedisUsageStore"]
 
@@ -74,14 +80,13 @@ return {tostring(tokens), string.format('%.17g', cost)}
 
 
 def _client(url_or_client: Any, what: str) -> Any:
-    if aioredis is None:  # pragma: no cover - only without the extra
-        raise StreamkitError(f"{what} needs redis-py: pip install 'streamkit[redis]'")
+    redis_class, _ = _redis()
     if isinstance(url_or_client, str):
         if not url_or_client.startswith(("redis://", "rediss://", "unix://")):
             raise InvalidArgument(f"{what} takes a redis://, rediss:// or unix:// URL or a "
                                   f"redis.asyncio.Redis client, got {url_or_client!r}")
         return None  # made on first use, in the loop that uses it
-    if not isinstance(url_or_client, aioredis.Redis):
+    if not isinstance(url_or_client, redis_class):
         raise InvalidType(f"{what} takes a Redis URL or a redis.asyncio.Redis client, got "
                           f"{type(url_or_client).__name__}")
     return url_or_client
@@ -106,8 +111,8 @@ class _RedisBackend:
     @property
     def redis(self) -> Any:
         if self._client is None:
-            self._client = aioredis.Redis.from_url(self.url or "", socket_timeout=5.0,
-                                                   socket_connect_timeout=5.0)
+            self._client = _redis()[0].from_url(self.url or "", socket_timeout=5.0,
+                                                socket_connect_timeout=5.0)
         return self._client
 
     def _where(self) -> str:
@@ -215,7 +220,7 @@ class RedisUsageStore(_RedisBackend):
         try:
             await self._add(keys=[self.prefix + scope_key], args=[repr(float(at)), member,
                                                                   retention])
-        except (RedisError, OSError) as exc:
+        except (_redis()[1], OSError) as exc:
             raise self._fail("record usage", scope_key, exc) from exc
 
     async def total(self, scope_key: str, since: float | None = None) -> tuple[int, float]:
@@ -226,6 +231,6 @@ class RedisUsageStore(_RedisBackend):
             tokens, cost = await self._total(
                 keys=[self.prefix + scope_key],
                 args=["-inf" if since is None else repr(float(since))])
-        except (RedisError, OSError) as exc:
+        except (_redis()[1], OSError) as exc:
             raise self._fail("read usage", scope_key, exc) from exc
         return int(tokens), float(cost)

@@ -36,24 +36,21 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from streamkit.errors import InvalidArgument, InvalidType, MemoryStoreError, StreamkitError
 from streamkit.messages import Message, decode_message, message_encoder
 
 from ._store import Thread, from_micros, now_micros, to_micros
 
-try:
+if TYPE_CHECKING:
     import psycopg
-    from psycopg import sql
-    from psycopg.types.json import Json
     from psycopg_pool import AsyncConnectionPool
-except ImportError:  # pragma: no cover - exercised only without the postgres extra
-    psycopg = None  # type: ignore[assignment]
 
 __all__ = ["PostgresStore", "SCHEMA_VERSION", "DSN_ENV"]
 
@@ -92,6 +89,30 @@ _SCHEMA = (
 )
 
 _THREAD_COLUMNS = "id, resource_id, title, metadata, created_at, updated_at"
+
+
+class _Driver(NamedTuple):
+    Error: type[Exception]
+    SQL: Any
+    Identifier: Any
+    Json: Any
+    AsyncConnectionPool: Any
+
+
+@functools.cache
+def _driver() -> _Driver:
+    """psycopg and psycopg_pool, imported when the first ``PostgresStore`` is made: they take a
+    noticeable part of a second to import, and ``import streamkit`` should not pay for a store
+    it may never use (and they are the optional ``postgres`` extra)."""
+    try:
+        import psycopg
+        from psycopg import sql
+        from psycopg.types.json import Json
+        from psycopg_pool import AsyncConnectionPool
+    except ImportError as exc:
+        raise StreamkitError(f"PostgresStore needs psycopg 3 and psycopg_pool: pip install "
+                             f"'streamkit[postgres]' ({exc})") from exc
+    return _Driver(psycopg.Error, sql.SQL, sql.Identifier, Json, AsyncConnectionPool)
 
 
 def _utc(value: datetime) -> datetime:
@@ -140,9 +161,6 @@ class PostgresStore:
 
     def __init__(self, dsn: str | None = None, *, schema: str = "public", min_size: int = 1,
                  max_size: int = 10, timeout: float = 10.0) -> None:
-        if psycopg is None:  # pragma: no cover - only without the extra
-            raise StreamkitError("PostgresStore needs psycopg 3 and psycopg_pool: "
-                                 "pip install 'streamkit[postgres]'")
         if dsn is None:
             dsn = os.environ.get(DSN_ENV)
             if not dsn:
@@ -168,7 +186,8 @@ class PostgresStore:
         self._pool: AsyncConnectionPool | None = None
         self._opening: asyncio.Lock | None = None
         self._closed = False
-        self._q = {name: sql.SQL(text).format(schema=sql.Identifier(schema))
+        self._db = db = _driver()
+        self._q = {name: db.SQL(text).format(schema=db.Identifier(schema))
                    for name, text in _QUERIES.items()}
 
     def __repr__(self) -> str:
@@ -191,10 +210,10 @@ class PostgresStore:
             self._opening = asyncio.Lock()
         async with self._opening:
             if self._pool is None:
-                pool = AsyncConnectionPool(self.dsn, min_size=self._sizes[0],
-                                           max_size=self._sizes[1], timeout=self.timeout,
-                                           open=False, kwargs={"autocommit": True},
-                                           name=f"streamkit-{self.schema}")
+                pool = self._db.AsyncConnectionPool(
+                    self.dsn, min_size=self._sizes[0], max_size=self._sizes[1],
+                    timeout=self.timeout, open=False, kwargs={"autocommit": True},
+                    name=f"streamkit-{self.schema}")
                 try:
                     await pool.open(wait=True, timeout=self.timeout)
                     async with pool.connection() as conn:
@@ -211,7 +230,8 @@ class PostgresStore:
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))",
                                (f"streamkit-schema:{self.schema}",))
             for statement in _SCHEMA:
-                await conn.execute(sql.SQL(statement).format(schema=sql.Identifier(self.schema)))
+                await conn.execute(self._db.SQL(statement).format(
+                    schema=self._db.Identifier(self.schema)))
             cur = await conn.execute(self._q["version"])
             row = await cur.fetchone()
             if row is None or row[0] is None:
@@ -231,7 +251,7 @@ class PostgresStore:
                 return await fn(conn)
         except MemoryStoreError:
             raise
-        except psycopg.Error as exc:
+        except self._db.Error as exc:
             sqlstate = getattr(exc, "sqlstate", None)
             detail = str(exc).strip() or type(exc).__name__
             if sqlstate is None:
@@ -254,7 +274,7 @@ class PostgresStore:
         """
         if not isinstance(thread, Thread):
             raise InvalidType(f"create_thread() takes a Thread, got {type(thread).__name__}")
-        meta = None if thread.metadata is None else Json(thread.metadata)
+        meta = None if thread.metadata is None else self._db.Json(thread.metadata)
 
         async def create(conn: psycopg.AsyncConnection[Any]) -> Thread:
             cur = await conn.execute(self._q["insert_thread"], (
