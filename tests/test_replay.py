@@ -14,11 +14,13 @@ import os
 import random
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -122,34 +124,52 @@ def local_report(dataset: Dataset) -> Any:
     return replay([dataset.root], PIPELINE, batch_size=500)
 
 
-def _ray_processes() -> list[str]:
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True,
-                         check=True).stdout
-    return [line for line in out.splitlines()
-            if ("raylet" in line or "gcs_server" in line or "ray::" in line
-                or "default_worker.py" in line) and "ps -eo" not in line]
+def _ray_processes() -> dict[int, str]:
+    """This test process's descendants (Ray's gcs, raylet, workers...), pid → command line."""
+    found = {}
+    for child in psutil.Process().children(recursive=True):
+        try:
+            found[child.pid] = " ".join(child.cmdline())[:120]
+        except psutil.Error:  # exited meanwhile
+            pass
+    return found
+
+
+def _alive(pids: dict[int, str]) -> dict[int, str]:
+    alive = {}
+    for pid, cmd in pids.items():
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                alive[pid] = cmd
+        except psutil.NoSuchProcess:
+            pass
+    return alive
 
 
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[Any]:
     """One local Ray instance (2 CPUs) for the module; shut down after it, leaving no Ray
-    process behind."""
+    process behind: every process Ray started for us (gcs, raylet, workers — recorded while
+    it ran, so one that outlives its parent is still seen) must be gone."""
     ray = pytest.importorskip("ray", reason="the ray extra is not installed")
     before = set(_ray_processes())
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(
                  [str(REPO), *(p for p in sys.path if p)])}})
+    started = {pid: cmd for pid, cmd in _ray_processes().items() if pid not in before}
     try:
         yield ray
     finally:
+        started.update({pid: cmd for pid, cmd in _ray_processes().items()
+                        if pid not in before})
         ray.shutdown()
-        left = [p for p in _ray_processes() if p not in before]
-        for _ in range(200):  # bounded: the raylet exits moments after shutdown()
+        left = _alive(started)
+        for _ in range(400):  # bounded: Ray's processes exit moments after shutdown()
             if not left:
                 break
-            subprocess.run(["sleep", "0.05"], check=True)
-            left = [p for p in _ray_processes() if p not in before]
-        assert left == [], f"Ray processes left behind: {left}"
+            time.sleep(0.05)
+            left = _alive(started)
+        assert started and left == {}, f"Ray processes left behind: {left}"
 
 
 # ------------------------------------------------------------------------------- 10,000 streams
