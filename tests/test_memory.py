@@ -14,6 +14,7 @@ import asyncio
 import pickle
 import sqlite3
 import time
+import uuid
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -21,6 +22,8 @@ from typing import Any, AsyncIterator
 
 import psycopg
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from streamkit import Agent, Override, StreamkitError, get_text, tool
 from streamkit.chunks import TextDelta
@@ -497,6 +500,43 @@ class TestThreads:
             agent = Agent(id="a", model=FunctionModel(echo), memory=in_memory)
             await agent.generate("hi", thread_id=T, resource_id=U)
             assert len(await in_memory.get_messages(T)) == 2
+
+
+class TestUpsertModel:
+    """Any sequence of saves reads back as a dict would have it: each id once, at the place of
+    its first save (first ``created_at``, then save order), with its last content."""
+
+    @settings(max_examples=20, deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(saves=st.lists(st.lists(st.tuples(st.sampled_from("abcde"), st.integers(0, 2),
+                                             st.text("xyz", max_size=3)), max_size=4),
+                          min_size=1, max_size=4))
+    def test_saves_read_back_like_a_dict(self, backend: Backend,
+                                         saves: list[list[tuple[str, int, str]]]) -> None:
+        at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+        thread = f"t-{uuid.uuid4().hex[:12]}"  # one thread per example; ids global, so prefixed
+        model: dict[str, list[Any]] = {}  # id -> [created_at, first save number, text]
+        for n, batch in enumerate(saves):
+            for k, (mid, second, body) in enumerate(batch):
+                entry = model.setdefault(mid, [at + timedelta(seconds=second), (n, k), body])
+                entry[2] = body
+
+        async def run() -> list[Message]:
+            store = backend.new()
+            try:
+                for batch in saves:
+                    await store.save_messages(thread, U, [
+                        Message.user(body or "-", id=f"{thread}-{mid}",
+                                     created_at=at + timedelta(seconds=second))
+                        for mid, second, body in batch])
+                return await store.get_messages(thread)
+            finally:
+                await store.close()
+
+        stored = asyncio.run(run())
+        want = sorted(model.items(), key=lambda item: (item[1][0], item[1][1]))
+        assert [(m.id, get_text(m), m.created_at) for m in stored] == [
+            (f"{thread}-{mid}", body or "-", created) for mid, (created, _, body) in want]
 
 
 # ------------------------------------------------------------------------- restart, concurrency

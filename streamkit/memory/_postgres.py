@@ -319,12 +319,14 @@ class PostgresStore:
         Example:
             >>> thread = await store.save_messages("t1", "u1", [Message.user("hi")])
         """
-        # One row per id, at the place of its first occurrence with its last content: what
-        # upserting the list one by one does (and one statement cannot touch a row twice).
+        # One row per id, at the place and with the created_at of its first occurrence and the
+        # content of its last: what upserting the list one by one does (SQLiteStore), and one
+        # statement cannot touch a row twice.
         rows: dict[str, tuple[str, datetime, str]] = {}
         for m in messages:
-            rows[m.id] = (m.role, from_micros(to_micros(m.created_at)),
-                          message_encoder.encode(m).decode())
+            first = rows.get(m.id)
+            created = first[1] if first else from_micros(to_micros(m.created_at))
+            rows[m.id] = (m.role, created, message_encoder.encode(m).decode())
         ids = list(rows)
         now = from_micros(now_micros())
         what = f"save {len(messages)} message(s)"
