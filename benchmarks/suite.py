@@ -15,13 +15,14 @@ from typing import Any
 
 from .harness import Group
 from .rows_agent import agent_groups, memory_groups, request_groups
+from .rows_replay import replay_groups
 from .rows_runner import runner_groups
 from .rows_wire import wire_groups
 
 __all__ = ["Sizes", "build_suite", "SECTIONS"]
 
 #: Sections in table order; ``--only`` matches these names or any part of a group title.
-SECTIONS = ("wire", "runner", "agent", "requests", "memory")
+SECTIONS = ("wire", "runner", "agent", "requests", "memory", "replay")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +41,9 @@ class Sizes:
         repeat: timed runs of the agent, request and memory rows.
         long_memory: also trace the memory of the long "3 transforms" agent row (~20 s more:
             tracemalloc makes a million-chunk stream several times slower).
+        replay_streams: recorded streams per run of the replay rows.
+        replay_ray: include the Ray row (a local Ray instance; off at tiny size, where the
+            test suite runs the table and has its own Ray).
     """
 
     wire_chunks: int = 20_000
@@ -53,6 +57,8 @@ class Sizes:
     repeat_micro: int = 7
     repeat: int = 5
     long_memory: bool = True
+    replay_streams: int = 10_000
+    replay_ray: bool = True
 
     @classmethod
     def full(cls) -> Sizes:
@@ -62,14 +68,15 @@ class Sizes:
     def quick(cls) -> Sizes:
         """A smoke run of every row in well under a minute (numbers are indicative only)."""
         return cls(wire_chunks=5_000, runner_chunks=2_000, agent_short=2_000, agent_long=50_000,
-                   requests=100, inflight=200, repeat_micro=3, repeat=3, long_memory=False)
+                   requests=100, inflight=200, repeat_micro=3, repeat=3, long_memory=False,
+                   replay_streams=2_000)
 
     @classmethod
     def tiny(cls) -> Sizes:
         """Structure only (tests): every row runs, but on a handful of chunks."""
         return cls(wire_chunks=200, runner_chunks=100, agent_short=100, agent_long=1_000,
                    request_chunks=20, requests=10, concurrency=4, inflight=10, repeat_micro=2,
-                   repeat=2, long_memory=False)
+                   repeat=2, long_memory=False, replay_streams=100, replay_ray=False)
 
     def without_long_memory(self) -> Sizes:
         """Skip tracing the long agent row (``--no-long-memory``)."""
@@ -89,7 +96,7 @@ def build_suite(sizes: Sizes, only: list[str] | None = None) -> list[Group]:
     Args:
         sizes: workload sizes.
         only: keep just these sections (``wire``, ``runner``, ``agent``, ``requests``,
-            ``memory``) or the groups whose title contains one of these strings.
+            ``memory``, ``replay``) or the groups whose title contains one of these strings.
     """
     wanted = [w.lower() for w in only or []]
     patterns = [w for w in wanted if w not in SECTIONS]
@@ -101,6 +108,8 @@ def build_suite(sizes: Sizes, only: list[str] | None = None) -> list[Group]:
         "requests": lambda: request_groups(sizes.requests, sizes.concurrency,
                                            sizes.request_chunks, sizes.repeat),
         "memory": lambda: memory_groups(sizes.inflight, sizes.request_chunks, sizes.repeat),
+        "replay": lambda: replay_groups(sizes.replay_streams, min(sizes.repeat, 3),
+                                        with_ray=sizes.replay_ray),
     }
     groups: list[Group] = []
     for section in SECTIONS:

@@ -1,4 +1,6 @@
-"""Command line: ``python -m streamkit demo [--model ID] [--base-url URL] [--question TEXT]``."""
+"""Command line: ``python -m streamkit demo [--model ID] [--base-url URL] [--question TEXT]``,
+``python -m streamkit replay SOURCE ... --pipeline module:attribute [--ray [ADDR]] [--json OUT]``
+(``streamkit.replay._cli``)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import sys
 from ._demo import run_demo
 from .errors import StreamkitError
 from .models import resolve_model
+from .replay import _cli as replay_cli
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,7 +23,10 @@ def main(argv: list[str] | None = None) -> int:
                                       "openai-compatible/<model> (default: built-in scripted)")
     demo.add_argument("--base-url", help="base URL for openai-compatible models")
     demo.add_argument("--question", default="Where is my order? I'm customer C-42.")
+    replay_cli.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "replay":
+        return replay_cli.run(args)
     try:
         model = None
         if args.model:

@@ -15,6 +15,8 @@ import pytest
 from streamkit import Agent
 from streamkit.errors import InvalidArgument, InvalidType, StreamkitError
 
+from ._backends import pg_dsn, pg_schema, redis_prefix, redis_url  # noqa: F401 - fixtures
+
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -46,6 +46,7 @@ def test_every_section_has_its_groups(tiny_run: tuple[list[Result], dict[str, An
     assert sum(h.startswith("agent.stream") for h in heads) == 1
     assert sum(h == "requests" for h in heads) == 1
     assert sum(h == "memory" for h in heads) == 1
+    assert sum(h == "replay" for h in heads) == 1
 
 
 def test_rows_compare_to_a_baseline_of_their_own_group(

@@ -85,7 +85,7 @@ INTENDED: dict[str, set[str]] = {
         "available_encodings", "count_text", "count_messages", "count_tools", "count_request",
         "DEFAULT_ENCODING",
     },
-    "streamkit.memory": {"Memory", "SQLiteStore", "MessageStore", "Thread"},
+    "streamkit.memory": {"Memory", "SQLiteStore", "PostgresStore", "MessageStore", "Thread"},
     "streamkit.models": {
         "Model", "ModelRequest", "ToolSpec", "ScriptedModel", "FunctionModel", "text",
         "tool_call", "reasoning", "api_error", "resolve_model", "complete", "OpenAIChatModel",
@@ -103,6 +103,10 @@ INTENDED: dict[str, set[str]] = {
         "live", "DisplayHandle",
         "bar_chart", "bar_chart_svg", "HtmlBlock",
     },
+    "streamkit.replay": {
+        "replay", "ReplayReport", "ProcessorReport", "MemorySource", "RecordedStream",
+        "read_streams", "load_pipeline",
+    },
     "streamkit.graph": {"Node", "Edge", "Graph", "START", "END"},
     "streamkit.errors": {
         "StreamkitError", "ProcessorDefinitionError", "ProcessorError", "ChunkDecodeError",
@@ -115,7 +119,7 @@ INTENDED: dict[str, set[str]] = {
         "UnicodeNormalizer", "SystemPromptScrubber", "TokenLimiter", "BatchParts",
         "StructuredOutput", "ToolCallFilter", "CostGuard", "Price", "InMemoryUsageStore",
         "SQLiteUsageStore", "ResponseCache", "InMemoryCache", "SQLiteCache",
-        "PrefillErrorHandler", "is_prefill_error",
+        "PrefillErrorHandler", "is_prefill_error", "RedisCache", "RedisUsageStore",
         # guards and the pieces to build your own
         "PIIDetector", "PII_TYPES", "mask_value", "RegexFilter", "PRESETS", "Rule", "Detection",
         "find_all", "HoldbackScanner", "HoldbackGuard", "RedactingGuard", "PlaceholderVault",

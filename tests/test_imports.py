@@ -40,6 +40,23 @@ FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("streamkit/tokens.py", "tiktoken"):
         "heavy: `import streamkit` imports tokens; tiktoken's native extension loads on first "
         "count",
+    ("streamkit/memory/_postgres.py", "psycopg"):
+        "optional and heavy: the postgres extra; `import streamkit` imports memory, and should "
+        "not pay a fifth of a second for a store it may never make",
+    ("streamkit/memory/_postgres.py", "psycopg.types.json"):
+        "optional and heavy: as psycopg",
+    ("streamkit/memory/_postgres.py", "psycopg_pool"):
+        "optional and heavy: as psycopg",
+    ("operators/streamkit_operators/_redis.py", "redis.asyncio"):
+        "optional and heavy: the redis extra; importing streamkit_operators should not pay for "
+        "a backend it may never make",
+    ("operators/streamkit_operators/_redis.py", "redis.exceptions"):
+        "optional and heavy: as redis.asyncio",
+    ("streamkit/replay/_execute.py", "ray"):
+        "optional and heavy: the ray extra takes seconds to import; only a replay with ray= "
+        "needs it",
+    ("streamkit/replay/_execute.py", "ray.data"):
+        "optional and heavy: as ray",
     ("streamkit/tokens.py", "tiktoken.model"):
         "heavy: as tiktoken, only when a model id is mapped to its encoding",
 }

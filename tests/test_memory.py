@@ -1,5 +1,12 @@
-"""Memory on a real SQLite file: recall, the persistence rules, threads, restart, concurrency,
-and a locked or corrupted database failing the run instead of losing the turn."""
+"""Memory on a real store: recall, the persistence rules, threads, restart, concurrency, and a
+locked or corrupted database failing the run instead of losing the turn.
+
+Every test that takes ``memory`` or ``store`` runs twice: on a real SQLite file and on the real
+PostgreSQL server (its own schema, dropped afterwards; skipped with the reason when the server
+is not reachable) — one suite, so both stores keep the same rules. What only one store has (WAL,
+busy timeouts, a corrupted file; pools, a lost connection) is tested against that store alone
+(``tests/test_memory_postgres.py`` for PostgreSQL).
+"""
 
 from __future__ import annotations
 
@@ -7,19 +14,23 @@ import asyncio
 import pickle
 import sqlite3
 import time
+import uuid
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, AsyncIterator
 
+import psycopg
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from streamkit import Agent, Override, StreamkitError, get_text, tool
 from streamkit.chunks import TextDelta
 from streamkit.errors import MemoryStoreError
 from streamkit.messages import (DataPart, Message, StepStartPart, TextPart, ToolInvocation,
                                 ToolInvocationPart, message_encoder)
-from streamkit.memory import Memory, MessageStore, SQLiteStore, Thread
+from streamkit.memory import Memory, MessageStore, PostgresStore, SQLiteStore, Thread
 from streamkit.memory._memory import storable_messages
 from streamkit.testing import FunctionModel, ScriptedModel, text, tool_call
 
@@ -33,9 +44,47 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "memory.db"
 
 
+class Backend:
+    """Where the parametrized suite's stores live: a SQLite file or a PostgreSQL schema.
+    ``new()`` opens another store on the same data (a restart, a second process)."""
+
+    def __init__(self, kind: str, db: Path, dsn: str | None = None,
+                 schema: str | None = None) -> None:
+        self.kind, self.db, self.dsn, self.schema = kind, db, dsn, schema
+
+    def new(self) -> MessageStore:
+        if self.kind == "sqlite":
+            return SQLiteStore(self.db)
+        return PostgresStore(self.dsn, schema=self.schema or "public")
+
+    def bodies(self) -> list[str]:
+        """Every stored message body, read past the store (raw SQL)."""
+        if self.kind == "sqlite":
+            with sqlite3.connect(self.db) as raw:
+                return [r[0] for r in raw.execute("SELECT body FROM streamkit_messages")]
+        with psycopg.connect(self.dsn or "") as conn:
+            return [r[0] for r in conn.execute(
+                f'SELECT body::text FROM "{self.schema}".streamkit_messages').fetchall()]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest, db: Path) -> Backend:
+    if request.param == "sqlite":
+        return Backend("sqlite", db)
+    return Backend("postgres", db, request.getfixturevalue("pg_dsn"),
+                   request.getfixturevalue("pg_schema"))
+
+
 @pytest.fixture
-async def memory(db: Path) -> AsyncIterator[Memory]:
-    mem = Memory(store=SQLiteStore(db), last_messages=10)
+async def store(backend: Backend) -> AsyncIterator[MessageStore]:
+    made = backend.new()
+    yield made
+    await made.close()
+
+
+@pytest.fixture
+async def memory(store: MessageStore) -> AsyncIterator[Memory]:
+    mem = Memory(store=store, last_messages=10)
     yield mem
     await mem.close()
 
@@ -122,8 +171,8 @@ class TestRecall:
             ["user", "assistant", "tool", "assistant", "user"]
         assert model.requests[2].prompt[2]["content"][0]["result"] == {"name": "Ada"}
 
-    async def test_last_messages_bounds_what_is_recalled(self, db: Path) -> None:
-        async with Memory(SQLiteStore(db), last_messages=2) as memory:
+    async def test_last_messages_bounds_what_is_recalled(self, store: MessageStore) -> None:
+        async with Memory(store, last_messages=2) as memory:
             model = FunctionModel(echo)
             agent = Agent(id="a", model=model, memory=memory)
             for question in ("one", "two", "three"):
@@ -133,8 +182,9 @@ class TestRecall:
                 {"role": "user", "content": "three"}]
             assert len(await memory.get_messages(T)) == 6
 
-    async def test_last_messages_zero_recalls_nothing_but_still_saves(self, db: Path) -> None:
-        async with Memory(SQLiteStore(db), last_messages=0) as memory:
+    async def test_last_messages_zero_recalls_nothing_but_still_saves(
+            self, store: MessageStore) -> None:
+        async with Memory(store, last_messages=0) as memory:
             model = FunctionModel(echo)
             agent = Agent(id="a", model=model, memory=memory)
             await agent.generate("one", thread_id=T, resource_id=U)
@@ -243,8 +293,8 @@ class TestWhatIsStored:
         stored = await memory.get_messages(T)
         assert texts(stored) == [("user", "q"), ("assistant", "final answer")]
 
-    async def test_partial_calls_system_and_context_messages_are_never_stored(self, memory: Memory,
-                                                                      mode: str) -> None:
+    async def test_partial_calls_system_and_context_messages_are_never_stored(
+            self, memory: Memory, backend: Backend, mode: str) -> None:
         def partial(call_id: str) -> ToolInvocationPart:
             return ToolInvocationPart(ToolInvocation(state="partial-call", tool_call_id=call_id,
                                                      tool_name="lookup", args={}))
@@ -265,8 +315,7 @@ class TestWhatIsStored:
         stored = await memory.get_messages(T)
         assert texts(stored) == [("user", "hi"), ("assistant", "Done.")]
         assert part_types(stored) == [["text"], ["text"]]
-        with sqlite3.connect(memory.store.path) as raw:  # type: ignore[attr-defined]
-            bodies = " ".join(r[0] for r in raw.execute("SELECT body FROM streamkit_messages"))
+        bodies = " ".join(backend.bodies())
         assert "partial-call" not in bodies and "system" not in bodies
         assert "retrieved context" not in bodies
 
@@ -381,7 +430,8 @@ class TestThreads:
         await agent.generate("hi", thread_id=T)
         assert {m.resource_id for m in await memory.get_messages(T)} == {U}
 
-    async def test_create_get_list_read_and_delete(self, memory: Memory) -> None:
+    async def test_create_get_list_read_and_delete(self, memory: Memory,
+                                                   backend: Backend) -> None:
         t1 = await memory.create_thread("t1", resource_id=U, title="Orders",
                                         metadata={"channel": "email"})
         t2 = await memory.create_thread(resource_id=U)
@@ -405,8 +455,7 @@ class TestThreads:
         assert await memory.delete_thread("t1") is True
         assert await memory.delete_thread("t1") is False
         assert await memory.get_thread("t1") is None and await memory.get_messages("t1") == []
-        with sqlite3.connect(memory.store.path) as raw:  # type: ignore[attr-defined]
-            assert raw.execute("SELECT count(*) FROM streamkit_messages").fetchone() == (0,)
+        assert backend.bodies() == []
         # the id is free again, for anyone
         await agent.generate("c", thread_id="t1", resource_id="user-2")
         assert texts(await memory.get_messages("t1")) == [("user", "c"), ("assistant", "re: c")]
@@ -438,29 +487,71 @@ class TestThreads:
         with pytest.raises(StreamkitError, match="limit"):
             await memory.get_messages(T, limit=-2)
 
-    async def test_sqlite_store_is_a_message_store_in_wal_mode(self, memory: Memory) -> None:
-        store = memory.store
-        assert isinstance(store, MessageStore) and isinstance(store, SQLiteStore)
-        await memory.get_thread(T)
-        assert store.journal_mode == "wal"
+    async def test_the_store_is_a_message_store(self, memory: Memory) -> None:
+        assert isinstance(memory.store, MessageStore)
+        assert isinstance(memory.store, (SQLiteStore, PostgresStore))
+
+    async def test_sqlite_store_is_in_wal_mode(self, db: Path) -> None:
+        store = SQLiteStore(db)
+        async with Memory(store) as memory:
+            await memory.get_thread(T)
+            assert store.journal_mode == "wal"
         async with Memory() as in_memory:
             agent = Agent(id="a", model=FunctionModel(echo), memory=in_memory)
             await agent.generate("hi", thread_id=T, resource_id=U)
             assert len(await in_memory.get_messages(T)) == 2
 
 
+class TestUpsertModel:
+    """Any sequence of saves reads back as a dict would have it: each id once, at the place of
+    its first save (first ``created_at``, then save order), with its last content."""
+
+    @settings(max_examples=20, deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(saves=st.lists(st.lists(st.tuples(st.sampled_from("abcde"), st.integers(0, 2),
+                                             st.text("xyz", max_size=3)), max_size=4),
+                          min_size=1, max_size=4))
+    def test_saves_read_back_like_a_dict(self, backend: Backend,
+                                         saves: list[list[tuple[str, int, str]]]) -> None:
+        at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+        thread = f"t-{uuid.uuid4().hex[:12]}"  # one thread per example; ids global, so prefixed
+        model: dict[str, list[Any]] = {}  # id -> [created_at, first save number, text]
+        for n, batch in enumerate(saves):
+            for k, (mid, second, body) in enumerate(batch):
+                entry = model.setdefault(mid, [at + timedelta(seconds=second), (n, k), body])
+                entry[2] = body
+
+        async def run() -> list[Message]:
+            store = backend.new()
+            try:
+                for batch in saves:
+                    await store.save_messages(thread, U, [
+                        Message.user(body or "-", id=f"{thread}-{mid}",
+                                     created_at=at + timedelta(seconds=second))
+                        for mid, second, body in batch])
+                return await store.get_messages(thread)
+            finally:
+                await store.close()
+
+        stored = asyncio.run(run())
+        want = sorted(model.items(), key=lambda item: (item[1][0], item[1][1]))
+        assert [(m.id, get_text(m), m.created_at) for m in stored] == [
+            (f"{thread}-{mid}", body or "-", created) for mid, (created, _, body) in want]
+
+
 # ------------------------------------------------------------------------- restart, concurrency
 
 
 class TestRestart:
-    async def test_a_new_memory_on_the_same_file_sees_the_history(self, db: Path) -> None:
-        first = Memory(SQLiteStore(db))
+    async def test_a_new_memory_on_the_same_data_sees_the_history(self,
+                                                                  backend: Backend) -> None:
+        first = Memory(backend.new())
         await Agent(id="a", model=FunctionModel(echo), memory=first).generate(
             "remember me", thread_id=T, resource_id=U)
         before = message_encoder.encode(await first.get_messages(T))
         await first.close()
 
-        async with Memory(SQLiteStore(db)) as second:
+        async with Memory(backend.new()) as second:
             assert message_encoder.encode(await second.get_messages(T)) == before
             model = FunctionModel(echo)
             await Agent(id="a", model=model, memory=second).generate(
@@ -470,8 +561,8 @@ class TestRestart:
                 {"role": "assistant", "content": "re: remember me"}]
             assert [t.id for t in await second.list_threads(U)] == [T]
 
-    async def test_a_closed_store_refuses_calls(self, db: Path) -> None:
-        memory = Memory(SQLiteStore(db))
+    async def test_a_closed_store_refuses_calls(self, backend: Backend) -> None:
+        memory = Memory(backend.new())
         await memory.get_thread(T)
         await memory.close()
         await memory.close()

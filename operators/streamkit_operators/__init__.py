@@ -22,6 +22,7 @@ from __future__ import annotations
 from ._batch_parts import BatchParts
 from ._cost_guard import CostGuard, InMemoryUsageStore, Price, SQLiteUsageStore
 from ._prefill_error_handler import PrefillErrorHandler, is_prefill_error
+from ._redis import RedisCache, RedisUsageStore
 from ._response_cache import InMemoryCache, ResponseCache, SQLiteCache
 from ._structured_output import StructuredOutput
 from ._system_prompt_scrubber import SystemPromptScrubber
@@ -47,7 +48,7 @@ __all__ = [
     "UnicodeNormalizer", "SystemPromptScrubber", "TokenLimiter", "BatchParts",
     "StructuredOutput", "ToolCallFilter", "CostGuard", "Price", "InMemoryUsageStore",
     "SQLiteUsageStore", "ResponseCache", "InMemoryCache", "SQLiteCache",
-    "PrefillErrorHandler", "is_prefill_error",
+    "PrefillErrorHandler", "is_prefill_error", "RedisCache", "RedisUsageStore",
     # -- guards
     "PIIDetector", "PII_TYPES", "mask_value", "RegexFilter", "PRESETS", "Rule", "Detection",
     "find_all", "HoldbackScanner", "HoldbackGuard", "RedactingGuard", "PlaceholderVault",

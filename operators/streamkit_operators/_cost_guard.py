@@ -4,8 +4,9 @@ Mastra's ``TokenCostControl`` / ``CostGuardProcessor`` (``processInputStep``), w
 Python-named. Mastra reads estimated cost from its observability store; streamkit has none, so
 ``CostGuard`` keeps its own ledger: after every live model call it records the call's tokens —
 counted with ``streamkit.tokens``, the counter ``ScriptedModel`` reports usage with and which
-matches OpenAI's billed ``prompt_tokens`` — in a ``UsageStore`` (in memory or SQLite), keyed by
-scope. Before every model call it adds the tokens the coming prompt will cost to what the scope
+matches OpenAI's billed ``prompt_tokens`` — in a ``UsageStore`` (in memory, the default; SQLite
+for one machine; ``RedisUsageStore`` from ``_redis`` when processes on several machines share a
+budget), keyed by scope. Before every model call it adds the tokens the coming prompt will cost to what the scope
 already spent in the window, and compares that with the limits.
 
 Both hooks are input-lane hooks: put it in ``input_processors``. Cached (replayed) steps cost

@@ -3,8 +3,9 @@
 Mastra's ``ResponseCache`` (``mastra-reference.md`` §5.4): ``process_llm_request`` looks the
 call up and, on a hit, returns ``{"response": chunks}`` so the agent replays them instead of
 calling the model; ``process_llm_response`` stores a live step's chunks. Two backends ship here:
-``InMemoryCache`` (per process, LRU-bounded) and ``SQLiteCache`` (stdlib ``sqlite3``, shared by
-processes on one machine, survives restarts). Any object with ``get(key)``, ``set(key, value,
+``InMemoryCache`` (per process, LRU-bounded, the default) and ``SQLiteCache`` (stdlib
+``sqlite3``, shared by processes on one machine, survives restarts); ``RedisCache``
+(``_redis``) shares one cache between machines. Any object with ``get(key)``, ``set(key, value,
 ttl)`` and ``delete(key)`` — sync or async — works as a backend.
 
 Decisions:

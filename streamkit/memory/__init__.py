@@ -1,7 +1,8 @@
 """Memory: threads of remembered messages for ``Agent``, stored in SQLite (or any ``MessageStore``).
 
 What belongs here: ``Memory`` (what to recall and what to store, the thread API), the
-``MessageStore`` protocol and its ``Thread`` record, and ``SQLiteStore``, the embedded default.
+``MessageStore`` protocol and its ``Thread`` record, ``SQLiteStore`` (the embedded default) and
+``PostgresStore`` (shared by processes and machines; the ``postgres`` extra).
 What does not: the agent loop. It calls exactly two methods (``docs/DESIGN.md``, "Agent ↔
 memory protocol"): ``await memory.recall(thread_id, resource_id)`` before ``process_input``
 (the result enters the ``MessageList`` with source ``memory``), and ``await
@@ -13,7 +14,8 @@ cannot be saved ends with an ``error`` chunk (a failed ``recall`` raises from th
 
 Modules: ``_memory`` (``Memory``, the persistence rules), ``_store`` (``MessageStore``,
 ``Thread``, and how to write a PostgreSQL store), ``_sqlite`` (``SQLiteStore``: WAL, one
-connection on one worker thread, one writer).
+connection on one worker thread, one writer), ``_postgres`` (``PostgresStore``: psycopg 3 async, a
+pool, a row lock per thread).
 
 Example:
     >>> from streamkit import Agent
@@ -30,7 +32,8 @@ Example:
 """
 
 from ._memory import Memory
+from ._postgres import PostgresStore
 from ._sqlite import SQLiteStore
 from ._store import MessageStore, Thread
 
-__all__ = ["Memory", "SQLiteStore", "MessageStore", "Thread"]
+__all__ = ["Memory", "SQLiteStore", "PostgresStore", "MessageStore", "Thread"]

@@ -2,7 +2,8 @@
 
 What belongs here: the data a store keeps (threads, messages) and the exact promises every store
 makes, so that ``Memory`` (which decides *what* to store) never depends on *how* it is stored.
-What does not: SQL (``streamkit.memory._sqlite``), the persistence rules (``_memory``).
+What does not: SQL (``streamkit.memory._sqlite``, ``_postgres``), the persistence rules
+(``_memory``).
 
 The contract (every method is ``async``; a failure of the backend is a ``MemoryStoreError`` that
 names the thread and what failed — never a raw driver exception):
@@ -23,7 +24,9 @@ names the thread and what failed — never a raw driver exception):
   whether the thread existed.
 * ``close()`` releases connections; the store may not be used afterwards.
 
-Writing a PostgreSQL store (``asyncpg`` or ``psycopg`` 3 async) against this protocol:
+Writing a SQL-server store against this protocol — the recipe ``PostgresStore`` (``_postgres``,
+psycopg 3 async) follows, with ``json`` rather than ``jsonb`` bodies (``jsonb`` reorders keys)
+and the upsert as one ``unnest`` statement:
 
 * Tables: ``threads(id text primary key, resource_id text not null, title text, metadata jsonb,
   created_at timestamptz, updated_at timestamptz)`` with an index on ``(resource_id,

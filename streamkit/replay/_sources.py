@@ -1,0 +1,254 @@
+"""Where recorded streams come from: JSON-lines and SSE files of chunks, and memory threads.
+
+What belongs here: turning a source (a path, a directory, a ``MemorySource``) into
+``RecordedStream`` records — a stream's id and its chunks as JSON, not yet decoded, so they
+travel cheaply to worker processes and Ray tasks. What does not: decoding and running the
+pipeline (``_run``), scheduling (``_execute``).
+
+Decisions:
+
+* A file holds one stream or several back to back: each ``start`` chunk (Mastra's first chunk
+  of a run) begins a new stream; a file without one is a single stream. Only the ``type`` of a
+  chunk is read here (a cheap partial decode); the chunk itself is decoded by the worker, so a
+  malformed chunk is reported for its stream, not for the whole replay.
+* ``.sse`` files are streamkit's SSE encoding (``data: <chunk json>``); a ``[DONE]`` event ends
+  a stream as well. Every other file is JSON lines. A directory stands for its ``*.jsonl``,
+  ``*.ndjson`` and ``*.sse`` files, recursively, in sorted order.
+* A memory thread replays each stored assistant message as the stream that produced it: a
+  ``start``, then per part ``text-start``/``text-delta``.../``text-end`` (the text cut into
+  word-sized deltas, as a model streams it), reasoning the same way, a ``tool-call`` (and
+  ``tool-result`` when stored), then ``finish``. The original deltas are not stored, so where a
+  processor's behaviour depends on how text is cut, a memory replay shows the word-cut case.
+* Stream ids are ``<path>#<n>`` (the n-th stream of the file, from 0) and
+  ``<thread id>/<message id>``; results are reported under them, so reports are comparable
+  across runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from streamkit.errors import ChunkDecodeError, InvalidArgument, InvalidType
+from streamkit.messages import Message, ReasoningPart, TextPart, ToolInvocationPart
+from streamkit.wire import SSEParser
+
+__all__ = ["RecordedStream", "MemorySource", "read_streams"]
+
+_SUFFIXES = (".jsonl", ".ndjson", ".sse")
+_WORDS = re.compile(r"\S+\s*|\s+")
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedStream:
+    """One recorded stream: ``id`` and its chunks, each as JSON bytes (decoded by the worker).
+
+    Example:
+        >>> RecordedStream("run-1", (b'{"type":"data-a","data":1}',))
+    """
+
+    id: str
+    chunks: tuple[bytes, ...]
+
+
+@dataclass(frozen=True)
+class MemorySource:
+    """The assistant messages of memory threads, as recorded streams.
+
+    ``MessageStore`` lists threads per resource, so name the resources (all their threads) or
+    the threads.
+
+    Args:
+        store: any ``MessageStore`` (``SQLiteStore``, ``PostgresStore``...); it is closed after
+            reading when ``close`` is true.
+        resource_ids: resources whose threads are replayed.
+        thread_ids: threads replayed (in addition).
+
+    Example:
+        >>> source = MemorySource(SQLiteStore("memory.db"), resource_ids=["user-1"])
+        >>> report = replay([source], "guards:PIPELINE")
+    """
+
+    store: Any
+    resource_ids: Sequence[str] = ()
+    thread_ids: Sequence[str] = ()
+    close: bool = True
+
+    def __post_init__(self) -> None:
+        if isinstance(self.resource_ids, str) or isinstance(self.thread_ids, str):
+            raise InvalidType("MemorySource resource_ids/thread_ids must be lists of ids, not "
+                              "one string")
+        if not self.resource_ids and not self.thread_ids:
+            raise InvalidArgument("MemorySource needs resource_ids= and/or thread_ids= (a "
+                                  "MessageStore lists threads per resource)")
+
+
+class _TypeOnly(msgspec.Struct):
+    type: str = ""
+
+
+_type_of = msgspec.json.Decoder(_TypeOnly).decode
+
+
+def _is_start(line: bytes) -> bool:
+    try:
+        return _type_of(line).type == "start"
+    except msgspec.DecodeError:
+        return False  # the worker reports it, with its line, for this stream
+
+
+def _split(name: str, lines: Iterable[bytes]) -> Iterator[RecordedStream]:
+    chunks: list[bytes] = []
+    n = 0
+    for line in lines:
+        if line == b"[DONE]":
+            if chunks:
+                yield RecordedStream(f"{name}#{n}", tuple(chunks))
+                n, chunks = n + 1, []
+            continue
+        if chunks and _is_start(line):
+            yield RecordedStream(f"{name}#{n}", tuple(chunks))
+            n, chunks = n + 1, []
+        chunks.append(line)
+    if chunks:
+        yield RecordedStream(f"{name}#{n}", tuple(chunks))
+
+
+def _file_streams(path: Path) -> Iterator[RecordedStream]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InvalidArgument(f"replay source {str(path)!r} cannot be read: {exc}") from exc
+    if path.suffix == ".sse":
+        parser = SSEParser()
+        try:
+            events = [e.encode() for e in parser.feed(data)]
+            parser.close()
+        except ChunkDecodeError as exc:
+            raise InvalidArgument(f"replay source {str(path)!r} is not a stream of server-sent "
+                                  f"events: {exc}") from exc
+        return _split(str(path), events)
+    lines = (s for s in (raw.strip() for raw in data.split(b"\n")) if s)
+    return _split(str(path), lines)
+
+
+def _paths(source: str | Path) -> list[Path]:
+    path = Path(source)
+    if path.is_dir():
+        return sorted(p for p in path.rglob("*") if p.suffix in _SUFFIXES and p.is_file())
+    if not path.exists():
+        raise InvalidArgument(f"replay source {str(source)!r} does not exist (expected a "
+                              f"JSON-lines or .sse file of chunks, or a directory of them)")
+    return [path]
+
+
+def _words(text: str) -> list[str]:
+    return _WORDS.findall(text) or [text]
+
+
+def message_chunks(message: Message) -> list[dict[str, Any]]:
+    """The chunks (as Mastra JSON objects) that stream an assistant ``message`` again."""
+    run = {"runId": message.id, "from": "AGENT"}
+    out: list[dict[str, Any]] = [{"type": "start", **run,
+                                  "payload": {"id": "replay", "messageId": message.id}}]
+    for n, part in enumerate(message.content.parts):
+        if isinstance(part, (TextPart, ReasoningPart)):
+            kind = "text" if isinstance(part, TextPart) else "reasoning"
+            body = part.text if isinstance(part, TextPart) else part.reasoning
+            pid = f"{kind[:3]}-{n}"
+            out.append({"type": f"{kind}-start", **run, "payload": {"id": pid}})
+            out.extend({"type": f"{kind}-delta", **run, "payload": {"id": pid, "text": w}}
+                       for w in _words(body))
+            out.append({"type": f"{kind}-end", **run, "payload": {"type": f"{kind}-end",
+                                                                   "id": pid}})
+        elif isinstance(part, ToolInvocationPart):
+            call = part.tool_invocation
+            ids = {"toolCallId": call.tool_call_id, "toolName": call.tool_name}
+            out.append({"type": "tool-call", **run, "payload": {**ids, "args": call.args}})
+            if call.state == "result":
+                out.append({"type": "tool-result", **run, "payload": {
+                    **ids, "result": call.result, "isError": False, "args": call.args}})
+    out.append({"type": "finish", **run, "payload": {
+        "messageId": message.id, "stepResult": {"reason": "stop", "isContinued": False},
+        "metadata": {}, "output": {"usage": {}}, "messages": {"all": [], "user": [],
+                                                              "nonUser": []}}})
+    return out
+
+
+async def _read_memory(source: MemorySource) -> list[RecordedStream]:
+    encode = msgspec.json.Encoder().encode
+    try:
+        thread_ids = list(source.thread_ids)
+        for resource_id in source.resource_ids:
+            thread_ids += [t.id for t in await source.store.list_threads(resource_id)
+                           if t.id not in thread_ids]
+        streams = []
+        for thread_id in thread_ids:
+            for message in await source.store.get_messages(thread_id):
+                if message.role == "assistant":
+                    streams.append(RecordedStream(f"{thread_id}/{message.id}", tuple(
+                        encode(c) for c in message_chunks(message))))
+        return streams
+    finally:
+        if source.close:
+            await source.store.close()
+
+
+def _run_async(coro: Any) -> Any:
+    """Run ``coro`` to its end from sync code, also when this thread already runs a loop (a
+    notebook): then on a helper thread with its own loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name="streamkit-replay-read")
+    worker.start()
+    worker.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def read_streams(sources: Iterable[Any]) -> Iterator[RecordedStream]:
+    """Every recorded stream of ``sources``, in order (see the module docstring).
+
+    Args:
+        sources: paths (``str``/``Path``: files or directories), ``MemorySource``s, or
+            ``RecordedStream``s (passed through).
+
+    Raises:
+        InvalidArgument: a path that does not exist or cannot be read.
+        InvalidType: a source of another kind.
+
+    Example:
+        >>> [s.id for s in read_streams(["recordings/run-1.jsonl"])]
+        ['recordings/run-1.jsonl#0']
+    """
+    if isinstance(sources, (str, Path, MemorySource)):
+        sources = [sources]
+    for source in sources:
+        if isinstance(source, RecordedStream):
+            yield source
+        elif isinstance(source, MemorySource):
+            yield from _run_async(_read_memory(source))
+        elif isinstance(source, (str, Path)):
+            for path in _paths(source):
+                yield from _file_streams(path)
+        else:
+            raise InvalidType(f"a replay source is a path, a MemorySource or a RecordedStream; "
+                              f"got {type(source).__name__}")
