@@ -27,14 +27,14 @@ import time
 from dataclasses import dataclass
 from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 
-from ..chunks import Chunk, DataChunk, TextDelta
+from ..chunks import CHUNK_TYPES, Chunk, ChunkBase, DataChunk, TextDelta
 from ..errors import ProcessorError
 from ..tripwire import TripWire
 from ._fused import HookShape, Shape, Timing, factory_for, render
 from ._runtime import RequestRuntime, StreamStats, Writer
 from ._spec import ProcessorSpec
 
-__all__ = ["StreamChain", "hook_failure"]
+__all__ = ["StreamChain", "hook_failure", "bad_return"]
 
 HOOK = "process_output_stream"
 
@@ -73,6 +73,32 @@ class _Env:
     text_cls: type
     run_data: Callable[[Chunk], Any] | None
     tripwire_cls: type[TripWire]
+    #: ``checked(i, value, is_item=False)``: raise ``ProcessorError`` unless ``value`` (what hook
+    #: ``i`` returned, or an item of the list it returned) is a chunk or an allowed list.
+    checked: Callable[..., None]
+    chunk_classes: frozenset[type]
+    multi_classes: frozenset[type]
+
+
+#: The classes a stream hook may return (checked by class first, subclasses by ``isinstance``).
+_CHUNK_CLASSES: frozenset[type] = frozenset((*CHUNK_TYPES.values(), DataChunk))
+_MULTI_CLASSES: frozenset[type] = _CHUNK_CLASSES | {list}
+
+
+def bad_return(spec: ProcessorSpec, hook: str, value: Any, *, is_item: bool = False
+               ) -> ProcessorError | None:
+    """The ``ProcessorError`` for a stream hook's return value that is not a chunk (``None``
+    when it is one after all: a subclass, or a list from a ``multi_emit`` processor)."""
+    if isinstance(value, (ChunkBase, DataChunk)) or (
+            not is_item and spec.multi_emit and isinstance(value, list)):
+        return None
+    shown = f"{type(value).__name__} {value!r:.60}"
+    where = "an item of the list it returned" if is_item else "it returned"
+    lists = "" if spec.multi_emit else \
+        " (a list needs multi_emit = True on the processor)"
+    return ProcessorError(f"processor {spec.id!r}, {hook}: {where} is {shown}; expected a "
+                          f"chunk, None to drop it, or a list of chunks{lists}",
+                          processor_id=spec.id, hook=hook)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +133,13 @@ def _bind(specs: Sequence[ProcessorSpec], runtime: RequestRuntime, writer: Write
         failed.append(i)
         return hook_failure(specs[i].id, HOOK, exc)
 
-    env = _Env(ctx, fail, time.perf_counter_ns, DataChunk, TextDelta, run_data, TripWire)
+    def checked(i: int, value: Any, is_item: bool = False) -> None:
+        err = bad_return(specs[i], HOOK, value, is_item=is_item)
+        if err is not None:
+            raise fail(i, err)
+
+    env = _Env(ctx, fail, time.perf_counter_ns, DataChunk, TextDelta, run_data, TripWire,
+               checked, _CHUNK_CLASSES, _MULTI_CLASSES)
     push, count, arm, drive = factory_for(shape)([h.fn for h in hooks], consts, stats, env)
     return _Bound(push, count, arm, drive, stats, shape, failed)
 
@@ -254,6 +286,10 @@ class StreamChain:
             out: list[Chunk] = []
             if res:
                 flushed = res if isinstance(res, list) else [res]
+                for part in flushed:
+                    err = bad_return(spec, "flush_output_stream", part, is_item=True)
+                    if err is not None:
+                        raise err
                 if self.timed:
                     self._note_flushed_text(spec, flushed)
                 rest = self._rest(spec)
