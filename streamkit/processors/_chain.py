@@ -34,9 +34,37 @@ from ._fused import HookShape, Shape, Timing, factory_for, render
 from ._runtime import RequestRuntime, StreamStats, Writer
 from ._spec import ProcessorSpec
 
-__all__ = ["StreamChain", "hook_failure", "bad_return"]
+__all__ = ["StreamChain", "hook_failure", "bad_return", "bounded"]
 
 HOOK = "process_output_stream"
+
+
+async def bounded(awaitable: Awaitable[Any], seconds: float, processor_id: str, hook: str
+                  ) -> Any:
+    """``await awaitable`` (an async hook's call), cancelled after ``seconds``.
+
+    Raises:
+        ProcessorError: the hook did not return in time (``timeout`` is set); it was cancelled.
+    """
+    try:
+        async with asyncio.timeout(seconds) as scope:
+            return await awaitable
+    except TimeoutError as exc:
+        if not scope.expired():
+            raise  # the hook's own TimeoutError: wrapped like any other exception
+        raise ProcessorError(f"processor {processor_id!r}: {hook} did not return within "
+                             f"{seconds:g} s (hook_timeout); it was cancelled",
+                             processor_id=processor_id, hook=hook, timeout=seconds) from exc
+
+
+def _bounded_hook(fn: Callable[..., Any], seconds: float, processor_id: str
+                  ) -> Callable[..., Any]:
+    """An async stream hook that ends with ``ProcessorError`` after ``seconds`` per call."""
+
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        return await bounded(fn(*args, **kwargs), seconds, processor_id, HOOK)
+
+    return call
 
 
 def hook_failure(spec_id: str, hook: str, exc: BaseException) -> BaseException:
@@ -140,7 +168,10 @@ def _bind(specs: Sequence[ProcessorSpec], runtime: RequestRuntime, writer: Write
 
     env = _Env(ctx, fail, time.perf_counter_ns, DataChunk, TextDelta, run_data, TripWire,
                checked, _CHUNK_CLASSES, _MULTI_CLASSES)
-    push, count, arm, drive = factory_for(shape)([h.fn for h in hooks], consts, stats, env)
+    limit = runtime.hook_timeout
+    fns = [h.fn if limit is None or not h.is_async else _bounded_hook(h.fn, limit, s.id)
+           for h, s in zip(hooks, specs)]
+    push, count, arm, drive = factory_for(shape)(fns, consts, stats, env)
     return _Bound(push, count, arm, drive, stats, shape, failed)
 
 
@@ -280,7 +311,9 @@ class StreamChain:
             try:
                 res = hook.fn(**hook.call_kwargs(available))
                 if hook.is_async:
-                    res = await res
+                    limit = self.runtime.hook_timeout
+                    res = await (res if limit is None else
+                                 bounded(res, limit, spec.id, "flush_output_stream"))
             except BaseException as exc:
                 raise hook_failure(spec.id, "flush_output_stream", exc)  # keeps __cause__
             out: list[Chunk] = []
