@@ -393,7 +393,7 @@ class SSEParser:
         """
         if not data:
             return []
-        chunk = bytes(data)
+        chunk = data if data.__class__ is bytes else bytes(data)
         if self._skip_lf:  # the previous read ended with "\r"; a "\n" here belongs to it
             self._skip_lf = False
             if chunk[:1] == b"\n":

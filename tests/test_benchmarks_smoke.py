@@ -33,9 +33,9 @@ def test_every_section_has_its_groups(tiny_run: tuple[list[Result], dict[str, An
     results, _ = tiny_run
     titles = list(dict.fromkeys(r.group for r in results))
     heads = [t.split(" ")[0] for t in titles]
-    assert heads.count("wire") == 4
+    assert heads.count("wire") == 5
     assert {"wire · JSON", "wire · SSE", "wire · JSON lines",
-            "wire · MessagePack"} <= set(titles)
+            "wire · MessagePack", "wire · SSE long lines"} <= set(titles)
     runner = [t for t in titles if t.startswith("runner")]
     assert len(runner) == 9
     for k in (1, 3, 10):
