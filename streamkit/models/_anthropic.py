@@ -98,9 +98,10 @@ def _malformed(data: str, exc: Exception, url: str) -> APICallError:
     or JSON of the wrong shape (``exc`` says where)."""
     try:
         obj = decode_json(data)
-    except msgspec.DecodeError as err:
+    except msgspec.DecodeError as err:  # too deep is the same on every retry; a cut is not
         return stream_error("Anthropic", f"an event is not valid JSON ({err}): {data[:200]!r}",
-                            url, body=data)
+                            url, body=data,
+                            is_retryable=not isinstance(err.__cause__, RecursionError))
     if isinstance(obj, dict) and obj.get("type") == "error":
         error = obj.get("error")
         status = _ERROR_STATUS.get(str(error.get("type"))) if isinstance(error, dict) else None
@@ -387,8 +388,11 @@ class _MessagesTranslator:
         """
         try:
             event = _decode_event(data)
-        except (msgspec.DecodeError, RecursionError) as exc:
+        except msgspec.DecodeError as exc:
             raise _malformed(data, exc, self.url) from exc
+        except RecursionError as exc:  # past msgspec's depth limit: the same on every retry
+            raise stream_error("Anthropic", f"an event is nested too deeply to decode: "
+                               f"{data[:200]!r}", self.url, is_retryable=False) from exc
         kind = event.type
         out: list[Any] = []
         if kind == "content_block_delta":

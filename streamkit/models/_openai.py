@@ -341,8 +341,11 @@ class _ChatTranslator:
         """
         try:
             frame = _decode_frame(data)
-        except (msgspec.DecodeError, RecursionError) as exc:
+        except msgspec.DecodeError as exc:
             raise self._malformed(data, exc) from exc
+        except RecursionError as exc:  # past msgspec's depth limit: the same on every retry
+            raise stream_error(self.provider, f"an event is nested too deeply to decode: "
+                               f"{data[:200]!r}", self.url, is_retryable=False) from exc
         if frame.error or frame.object == "error":
             self._raise_error(data)
         return self._frame(frame)
@@ -353,9 +356,10 @@ class _ChatTranslator:
         text = data if isinstance(data, str) else data.decode("utf-8", "replace")
         try:
             obj = decode_json(data)
-        except msgspec.DecodeError as err:
+        except msgspec.DecodeError as err:  # too deep is the same on every retry; a cut is not
             return stream_error(self.provider, f"an event is not valid JSON ({err}): "
-                                f"{text[:200]!r}", self.url, body=text)
+                                f"{text[:200]!r}", self.url, body=text,
+                                is_retryable=not isinstance(err.__cause__, RecursionError))
         if isinstance(obj, dict) and (obj.get("error") or obj.get("object") == "error"):
             error = obj.get("error")
             return error_from_payload(self.provider, obj, text, self.url,
