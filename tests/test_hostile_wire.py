@@ -11,6 +11,7 @@ Speed (linear time in line length) is measured in ``python -m benchmarks``, not 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -309,8 +310,7 @@ def _data_size(body: bytes) -> int:
 
 
 def _split(body: bytes, cuts: list[int]) -> list[bytes]:
-    edges = [0, *cuts, len(body)]
-    return [body[a:b] for a, b in zip(edges, edges[1:])]
+    return [body[a:b] for a, b in itertools.pairwise([0, *cuts, len(body)])]
 
 
 async def _reads(*pieces: bytes) -> AsyncIterator[bytes]:
