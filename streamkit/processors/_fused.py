@@ -149,11 +149,12 @@ def _chain_body(shape: Shape, start: int, *, timed: bool, probe: bool, entry: st
                       f"st{i}.sampled += 1", f"st{i}.ns += t1"]
         if probe:
             lines.append(f"if not st{i}.text_out_ns and {_HAS_TEXT}: st{i}.text_out_ns = pc()")
-        lines += ["if out is None:", f"    st{i}.dropped += 1", *drop]
-        # A hook that passes its chunk on (``out is part``) pays one identity test; anything
-        # else must be of a chunk class (``checked`` raises ProcessorError otherwise).
+        # A hook that passes its chunk on (``out is part``) pays one identity test, as the drop
+        # test alone cost before; anything else is a drop (``None``) or must be of a chunk
+        # class (``checked`` raises ProcessorError otherwise).
         ok = "ok_multi" if hook.multi else "ok_one"
-        lines.append(f"if out is not part and out.__class__ not in {ok}: checked({i}, out)")
+        lines += ["if out is not part:", "    if out is None:", f"        st{i}.dropped += 1",
+                  *_indent(drop, 1), f"    if out.__class__ not in {ok}: checked({i}, out)"]
         if hook.multi:
             # Fanned-out chunks are counted as they go on (not ``len(out) - 1`` up front), so
             # the trace's call counts stay exact when one of them trips the wire.
