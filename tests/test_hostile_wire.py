@@ -320,3 +320,15 @@ async def _reads(*pieces: bytes) -> AsyncIterator[bytes]:
 
 async def _drain(source: AsyncIterator[Any]) -> list[Any]:
     return [item async for item in source]
+
+
+def test_a_message_nested_too_deeply_is_a_message_error() -> None:
+    from streamkit.errors import MessageError
+    from streamkit.messages import decode_message, decode_messages
+
+    deep = '{"id":"m","role":"user","content":{"format":2,"parts":[{"type":"data-x","data":' \
+        + nested(3_000) + "}]}}"
+    with pytest.raises(MessageError, match="invalid message JSON"):
+        decode_message(deep)
+    with pytest.raises(MessageError, match="invalid message JSON"):
+        decode_messages("[" + deep + "]")
