@@ -581,11 +581,13 @@ async def _read_capped(response: httpx.Response, limit: int | None) -> bytes:
     (the returned bytes are cut to ``limit + 1``, so a caller can tell it was longer)."""
     pieces: list[bytes] = []
     size = 0
-    async for block in response.aiter_bytes():
-        pieces.append(block)
-        size += len(block)
-        if limit is not None and size > limit:
-            break
+    # typed AsyncIterator by httpx; it is an async generator, with aclose
+    async with aclosing(response.aiter_bytes()) as reads:  # type: ignore[type-var]
+        async for block in reads:
+            pieces.append(block)
+            size += len(block)
+            if limit is not None and size > limit:
+                break
     data = b"".join(pieces)
     return data if limit is None else data[:limit + 1]
 
