@@ -195,7 +195,8 @@ def test_targets_are_judged_from_rows_present(
     assert names == {"wire encode ≤ 1.2× raw msgspec", "wire encode ≥ 4× faster than json",
                      "runner sync ≤ 1.3× hand loop", "runner sync faster than reactivex",
                      "agent.stream 3 transforms ≥ 500k chunks/s",
-                     "per-chunk cost flat (long ≤ 1.2× short)"}
+                     "per-chunk cost flat (long ≤ 1.2× short)",
+                     "SSE parsing linear (ratio to floor flat)"}
     assert machine()["cpus"]
 
 
