@@ -26,7 +26,7 @@ from streamkit.models import AnthropicModel, ModelRequest, OpenAIChatModel
 
 from ._hostile_server import HostileServer, Misbehaviour, sse_body
 
-FUZZ = settings(max_examples=40, deadline=None,
+FUZZ = settings(max_examples=30, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                        HealthCheck.function_scoped_fixture])
 WAIT = 10.0  # seconds any one test's model call may take before the test fails

@@ -25,7 +25,7 @@ from streamkit import wire
 from streamkit.chunks import DataChunk, TextDelta
 from streamkit.errors import ChunkDecodeError, InvalidArgument, InvalidType
 
-FUZZ = settings(max_examples=100, deadline=None,
+FUZZ = settings(max_examples=80, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 scalars = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.text(max_size=12) \
