@@ -320,3 +320,30 @@ async def test_a_lone_surrogate_id_is_refused_before_anything_is_written(
             await memory.create_thread(ids["thread_id"], resource_id=ids["resource_id"])
         assert await memory.store.list_threads("u1") == []
         assert await memory.store.get_thread("t1") is None
+
+
+def _surrogate_text() -> Any:
+    from streamkit.messages import Message
+    return Message.user("\ud800")
+
+
+def _opaque_data() -> Any:
+    from streamkit.messages import DataPart, Message
+    message = Message.user("ok")
+    message.content.parts.append(DataPart(type="data-x", data=Opaque()))
+    return message
+
+
+@pytest.mark.parametrize("make", [pytest.param(_surrogate_text, id="lone-surrogate"),
+                                  pytest.param(_opaque_data, id="arbitrary-object")])
+async def test_a_message_that_cannot_be_encoded_is_a_store_error(make: Any, tmp_path: Path
+                                                                 ) -> None:
+    from streamkit.errors import MemoryStoreError
+
+    store = SQLiteStore(tmp_path / "m.db")
+    try:
+        with pytest.raises(MemoryStoreError, match="cannot be encoded as JSON"):
+            await store.save_messages("t1", "u1", [make()])
+        assert await store.get_thread("t1") is None
+    finally:
+        await store.close()
