@@ -7,7 +7,8 @@
 * Cancelling a run during a tool call leaves no task behind.
 * ``Tool(timeout=)``, ``Agent(tool_timeout=)`` and ``Agent(hook_timeout=)`` bound a tool or
   hook that never returns (a ``tool-error``; a ``ProcessorError``, and nothing stored).
-* A lone surrogate in ``thread_id``/``resource_id`` is refused before anything is written.
+* A lone surrogate in ``thread_id``/``resource_id`` is refused before anything is written, and
+  a message the store cannot encode is a ``MemoryStoreError``, also before any write.
 
 Processor behaviours run with a sync and an async hook (the ``mode`` fixture); a timeout can
 only interrupt an async hook, so the sync variant checks that it is left alone.
