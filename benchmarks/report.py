@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .harness import Result
+from .rows_wire import LONG_LINES
 
 __all__ = ["machine", "format_table", "Target", "check_targets", "format_targets", "save",
            "load", "format_compare", "SCHEMA"]
@@ -155,7 +156,10 @@ def check_targets(results: Sequence[Result]) -> list[Target]:
       baseline, and faster than ``reactivex`` (time ratio < 1);
     * wire encode: streamkit ≤ 1.2× raw msgspec; stdlib json ≥ 4× streamkit's time;
     * agent.stream with 3 transforms ≥ 500k chunks/s;
-    * per-chunk cost flat with stream length: long row ≤ 1.2× its short twin.
+    * per-chunk cost flat with stream length: long row ≤ 1.2× its short twin;
+    * SSE parsing linear in line length: the parser's ratio to the floor of building the
+      line's ``str`` at the largest size ≤ 1.5× its ratio at the smallest (a quadratic parser's
+      ratio grows with the line).
     """
     out: list[Target] = []
     groups = sorted({r.group for r in results}, key=[r.group for r in results].index)
@@ -171,6 +175,14 @@ def check_targets(results: Sequence[Result]) -> list[Target]:
                     ratio = r.seconds / rx.seconds
                     out.append(Target("runner sync faster than reactivex", f"{g} / {name}",
                                       ratio, 1.0, "× reactivex time", ratio < 1.0))
+        elif g == LONG_LINES:
+            # Linear: the parser's cost relative to the floor does not grow with the line.
+            rows = [r for r in results if r.group == g and r.ratio is not None]
+            if len(rows) >= 2:
+                growth = rows[-1].ratio / rows[0].ratio  # type: ignore[operator]
+                out.append(Target("SSE parsing linear (ratio to floor flat)",
+                                  f"{rows[-1].name} vs {rows[0].name}", growth, 1.5, "×",
+                                  growth <= 1.5))
         elif g.startswith("wire"):
             sk = _find(results, g, "encode streamkit")
             if sk is not None and sk.ratio is not None:

@@ -17,6 +17,14 @@ dominate, Mastra's own ``step-finish``/``finish`` payloads included). Contenders
   stdlib twin and no json row.
 
 Encoders return the total bytes they produced: streamkit and raw msgspec must agree exactly.
+
+**SSE long lines**: one event whose single ``data:`` line is 1, 4 and 16 MiB, fed to
+``SSEParser`` in 64 KiB reads as a client receives it. ``chunks`` is the line's size in MiB, so
+µs/chunk reads as µs per MiB. Each size has a **floor** row (baseline): joining the reads and
+decoding them into the one ``str`` any parser must build — the memory traffic that makes a
+16 MiB line cost more per MiB than a 1 MiB one (it no longer fits in cache; fresh pages fault
+in). ``SSEParser``'s ratio to the floor of its size stays flat for a linear parser; one that
+rescans its buffer on every read (as before) grows with the line: ≈ 16× more per doubling of 4.
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ from streamkit.chunks import CHUNK_TYPES, DataChunk
 from .bench_wire import workload
 from .harness import Case, Group
 
-__all__ = ["wire_groups"]
+__all__ = ["wire_groups", "LONG_LINES"]
 
 RAW = "raw msgspec"
 SK = "streamkit"
@@ -202,9 +210,43 @@ def _msgpack_group(chunks: list[Any], repeat: int) -> Group:
     ], repeat=repeat)
 
 
-def wire_groups(n: int, repeat: int) -> list[Group]:
-    """The four wire groups over ``n`` chunks of ``bench_wire.workload``."""
+LONG_LINES = "wire · SSE long lines"
+
+
+def _long_line_group(sizes_mib: tuple[int, ...], repeat: int) -> Group:
+    read = 64 * 1024
+    cases = []
+    for mib in sizes_mib:
+        body = b"data: " + b"x" * (mib << 20) + b"\n\n"
+        blocks = [body[i:i + read] for i in range(0, len(body), read)]
+
+        def floor(blocks: list[bytes] = blocks) -> int:
+            return len(b"".join(blocks).decode("utf-8", "replace")[6:-2])
+
+        def parse(blocks: list[bytes] = blocks) -> int:
+            parser = wire.SSEParser(max_event_bytes=64 << 20)
+            size = 0
+            for block in blocks:
+                for data in parser.feed(block):
+                    size += len(data)
+            parser.close()
+            return size
+
+        base = f"floor · {mib} MiB line"
+        cases.append(Case(base, floor, mib, expect=mib << 20, memory=False,
+                          note="b''.join(reads).decode()[6:-2]; chunks = MiB"))
+        cases.append(Case(f"SSEParser · {mib} MiB line", parse, mib, baseline=base,
+                          expect=mib << 20, memory=False,
+                          note="SSEParser.feed(64 KiB reads) of one data line; chunks = MiB"))
+    return Group(LONG_LINES, cases, repeat=repeat)
+
+
+def wire_groups(n: int, repeat: int, long_lines_mib: tuple[int, ...] = (1, 4, 16)
+                ) -> list[Group]:
+    """The four wire groups over ``n`` chunks of ``bench_wire.workload``, then SSE parsing of
+    one long line of each size in ``long_lines_mib``."""
     chunks = workload(n)
     dicts = [wire.to_builtins(c) for c in chunks]
     return [_json_group(chunks, dicts, repeat), _sse_group(chunks, dicts, repeat),
-            _jsonl_group(chunks, dicts, repeat), _msgpack_group(chunks, repeat)]
+            _jsonl_group(chunks, dicts, repeat), _msgpack_group(chunks, repeat),
+            _long_line_group(long_lines_mib, repeat)]

@@ -44,6 +44,7 @@ class Sizes:
         replay_streams: recorded streams per run of the replay rows.
         replay_ray: include the Ray row (a local Ray instance; off at tiny size, where the
             test suite runs the table and has its own Ray).
+        long_lines_mib: sizes of the one-line SSE events of the "SSE long lines" rows.
     """
 
     wire_chunks: int = 20_000
@@ -59,6 +60,7 @@ class Sizes:
     long_memory: bool = True
     replay_streams: int = 10_000
     replay_ray: bool = True
+    long_lines_mib: tuple[int, ...] = (1, 4, 16)
 
     @classmethod
     def full(cls) -> Sizes:
@@ -76,7 +78,8 @@ class Sizes:
         """Structure only (tests): every row runs, but on a handful of chunks."""
         return cls(wire_chunks=200, runner_chunks=100, agent_short=100, agent_long=1_000,
                    request_chunks=20, requests=10, concurrency=4, inflight=10, repeat_micro=2,
-                   repeat=2, long_memory=False, replay_streams=100, replay_ray=False)
+                   repeat=2, long_memory=False, replay_streams=100, replay_ray=False,
+                   long_lines_mib=(1, 2))
 
     def without_long_memory(self) -> Sizes:
         """Skip tracing the long agent row (``--no-long-memory``)."""
@@ -101,7 +104,8 @@ def build_suite(sizes: Sizes, only: list[str] | None = None) -> list[Group]:
     wanted = [w.lower() for w in only or []]
     patterns = [w for w in wanted if w not in SECTIONS]
     builders = {
-        "wire": lambda: wire_groups(sizes.wire_chunks, sizes.repeat_micro),
+        "wire": lambda: wire_groups(sizes.wire_chunks, sizes.repeat_micro,
+                                    sizes.long_lines_mib),
         "runner": lambda: runner_groups(sizes.runner_chunks, sizes.repeat_micro),
         "agent": lambda: agent_groups(sizes.agent_short, sizes.agent_long, sizes.repeat,
                                       long_memory=sizes.long_memory),

@@ -537,11 +537,12 @@ def decode_message(data: bytes | str) -> Message:
     """Decode one message from Mastra's JSON.
 
     Raises:
-        MessageError: malformed JSON, a missing field, or an unknown role or part type.
+        MessageError: malformed JSON (or nested past msgspec's depth limit), a missing field,
+            or an unknown role or part type.
     """
     try:
         return _decoder.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
         raise MessageError(f"invalid message JSON: {exc}") from exc
 
 
@@ -549,7 +550,7 @@ def decode_messages(data: bytes | str) -> list[Message]:
     """Decode a JSON array of messages (see ``decode_message``)."""
     try:
         return _list_decoder.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
         raise MessageError(f"invalid message JSON: {exc}") from exc
 
 

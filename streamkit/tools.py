@@ -12,10 +12,23 @@ strip unknown keys: OpenAI-compatible servers (a LiteLLM proxy, LLMock) send ext
 ``**kwargs`` receives them instead (validated against its hint). Each drop is logged on the
 ``streamkit.tools`` logger, and the ``tool-call``/``tool-result`` chunks keep the arguments as the
 model sent them. A missing or ill-typed declared argument is still a ``ToolError``.
+
+What a tool returns must be JSON-encodable (it is sent to the model, streamed and stored):
+``Tool.run`` encodes it once when the tool returns, so a value that cannot be (an arbitrary
+object, text with a lone surrogate, nesting past msgspec's depth limit) is a ``ToolError`` the
+model sees as a ``tool-error`` at once, not a failure when the turn is stored.
+
+Timeouts: ``Tool(timeout=)``/``@tool(timeout=)`` bound one tool, ``Agent(tool_timeout=)`` every
+tool of an agent (a tool's own timeout wins). A tool that does not return in time is cancelled
+and reported to the model as a ``tool-error`` (``ToolError`` with ``timeout`` set). Only an
+``async def`` tool can be interrupted: a plain ``def`` runs on the event loop until it returns,
+so ``timeout=`` on one is refused (make it async; run blocking work with
+``asyncio.to_thread``), and an agent's ``tool_timeout`` does not apply to it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from typing import Any, Callable, get_type_hints
@@ -39,6 +52,24 @@ log = logging.getLogger("streamkit.tools")
 def _log_dropped(name: str, dropped: set[str], known: set[str]) -> None:
     log.info("tool %r: dropped undeclared argument(s) %s; it declares %s", name,
              sorted(dropped), sorted(known))
+
+_encode = msgspec.json.Encoder().encode
+# What msgspec raises for a value it cannot encode (RecursionError: nested past its limit).
+_UNENCODABLE = (TypeError, ValueError, RecursionError, OverflowError)
+
+
+def check_timeout(owner: str, value: Any) -> float | None:
+    """``value`` as a timeout in seconds (``None``: no timeout).
+
+    Raises:
+        ToolError: not ``None`` and not a number of seconds > 0.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ToolError(f"{owner}: timeout must be None or a number of seconds > 0, got "
+                        f"{value!r}")
+    return float(value)
 
 
 def json_schema(tp: Any) -> dict[str, Any]:
@@ -76,6 +107,8 @@ class Tool:
         input_schema: JSON schema of its arguments (an object schema).
         execute: ``fn(args: dict, **injected)`` or, for ``@tool`` tools, the typed function.
         validate: ``fn(args: dict) -> dict`` returning validated arguments or raising ``ToolError``.
+        timeout: seconds the tool may take (``async def`` tools only; ``None``: the agent's
+            ``tool_timeout``, if any).
 
     Without ``validate``, keys ``input_schema`` does not list under ``properties`` are dropped
     before ``execute`` unless the schema allows more (``additionalProperties`` true or a schema);
@@ -85,7 +118,8 @@ class Tool:
     def __init__(self, id: str, description: str, input_schema: dict[str, Any],
                  execute: Callable[..., Any], *,
                  validate: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-                 injected: tuple[str, ...] = (), spread_args: bool = False) -> None:
+                 injected: tuple[str, ...] = (), spread_args: bool = False,
+                 timeout: float | None = None) -> None:
         if not isinstance(id, str) or not id:
             raise ToolError("a tool needs a non-empty string id (the name the model calls)",
                             tool_name=None)
@@ -102,6 +136,11 @@ class Tool:
         self._validate = validate
         self.injected = injected
         self.spread_args = spread_args
+        self.timeout = check_timeout(f"tool {id!r}", timeout)
+        if self.timeout is not None and not self.is_async:
+            raise ToolError(f"tool {id!r}: timeout= needs an async def tool; a plain def runs on "
+                            f"the event loop and cannot be interrupted (make it async and run "
+                            f"blocking work with asyncio.to_thread)", tool_name=id)
 
     @property
     def spec(self) -> ToolSpec:
@@ -128,8 +167,17 @@ class Tool:
         _log_dropped(self.id, dropped, set(props))
         return {k: v for k, v in args.items() if k in props}
 
-    async def run(self, args: Any, **injected: Any) -> Any:
-        """Validate ``args`` and call the tool, injecting what it asks for."""
+    async def run(self, args: Any, *, timeout: float | None = None, **injected: Any) -> Any:
+        """Validate ``args`` and call the tool, injecting what it asks for.
+
+        Args:
+            args: the model's arguments.
+            timeout: the agent's ``tool_timeout`` (the tool's own ``timeout`` wins).
+
+        Raises:
+            ToolError: invalid arguments, the tool did not return within its timeout, or it
+                returned a value that cannot be encoded as JSON.
+        """
         valid = self.validate(args)
         extra = {k: v for k, v in injected.items() if k in self.injected}
         if self.spread_args:
@@ -137,7 +185,25 @@ class Tool:
         else:
             out = self.execute(valid, **extra)
         if self.is_async:
-            out = await out
+            limit = self.timeout if self.timeout is not None else timeout
+            if limit is None:
+                out = await out
+            else:
+                try:
+                    async with asyncio.timeout(limit) as scope:
+                        out = await out
+                except TimeoutError as exc:
+                    if not scope.expired():
+                        raise  # the tool's own TimeoutError: reported like any other error
+                    raise ToolError(f"tool {self.id!r} did not return within {limit:g} s; it "
+                                    f"was cancelled", tool_name=self.id, timeout=limit) from exc
+        try:
+            _encode(out)
+        except _UNENCODABLE as exc:
+            raise ToolError(f"tool {self.id!r} returned a value that cannot be encoded as "
+                            f"JSON ({type(exc).__name__}: {exc}); return JSON-like data (dict, "
+                            f"list, str, numbers, bool, None, msgspec Structs, dataclasses)",
+                            tool_name=self.id) from exc
         return out
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -184,8 +250,8 @@ def _validator(name: str, params: list[tuple[str, Any, Any]], rest: Any = _MISSI
 
 
 def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
-         description: str | None = None) -> Any:
-    """Make a ``Tool`` from a typed function.
+         description: str | None = None, timeout: float | None = None) -> Any:
+    """Make a ``Tool`` from a typed function (``timeout``: see ``Tool``).
 
     The schema comes from the type hints (msgspec's JSON schema for each parameter; parameters
     with defaults are optional); the description from ``description`` or the docstring's first
@@ -258,7 +324,7 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
         desc = description if description is not None else doc.split("\n\n")[0].strip()
         return Tool(tool_name, desc or tool_name, schema_obj, f,
                     validate=_validator(tool_name, params, rest), injected=tuple(injected),
-                    spread_args=True)
+                    spread_args=True, timeout=timeout)
 
     if fn is not None:
         return build(fn)

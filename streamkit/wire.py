@@ -32,7 +32,7 @@ import msgspec
 
 from ._chunk_base import has_extra_keys, merge_extra_keys
 from .chunks import CHUNK_TYPES, Chunk, ChunkBase, chunk_from_builtins
-from .errors import ChunkDecodeError, InvalidType
+from .errors import ChunkDecodeError, InvalidArgument, InvalidType, StreamkitError
 
 __all__ = [
     "encode",
@@ -67,6 +67,14 @@ _MSGPACK_NATIVE = (bytes, bytearray, memoryview, datetime)
 
 _BYTE_POSITION = re.compile(r"\(byte (\d+)\)")
 
+DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
+"""The default bound on one SSE line or event, and on one JSON line (``iter_sse``,
+``iter_jsonl``, ``SSEParser``): far above any real chunk, far below what would pin a process."""
+
+# msgspec recurses once per nesting level and raises RecursionError past Python's limit (about
+# 1,000 levels); these are the errors of values that cannot be encoded at all.
+_UNENCODABLE = (TypeError, RecursionError, UnicodeEncodeError, OverflowError)
+
 
 # --- JSON and MessagePack --------------------------------------------------------------------
 
@@ -81,7 +89,10 @@ def encode(chunk: Chunk) -> bytes:
         The JSON bytes, with ``payload.extra`` keys written beside the modelled ones.
 
     Raises:
-        TypeError: ``chunk`` is not a chunk (or its payload is not a payload struct).
+        InvalidType: ``chunk`` is not a chunk (or its payload is not a payload struct), or a
+            payload value has a type JSON cannot hold (also a ``TypeError``).
+        InvalidArgument: text with a lone surrogate, or values nested beyond msgspec's depth
+            limit (also a ``ValueError``).
 
     Example:
         >>> from streamkit.chunks import TripwireChunk
@@ -99,7 +110,13 @@ def encode(chunk: Chunk) -> bytes:
             return _json_encode(chunk)
     except AttributeError:
         raise InvalidType(_not_a_chunk(chunk)) from None
-    return _json_encode(merge_extra_keys(chunk, msgspec.to_builtins(chunk, builtin_types=())))
+    except _UNENCODABLE as exc:
+        raise _unencodable(chunk, exc) from exc
+    try:
+        return _json_encode(merge_extra_keys(chunk,
+                                             msgspec.to_builtins(chunk, builtin_types=())))
+    except _UNENCODABLE as exc:
+        raise _unencodable(chunk, exc) from exc
 
 
 def decode(data: bytes | bytearray | memoryview | str) -> Chunk:
@@ -124,11 +141,15 @@ def decode(data: bytes | bytearray | memoryview | str) -> Chunk:
         return _json_decode(data)
     except msgspec.DecodeError:
         pass
+    except RecursionError as exc:
+        raise _too_deep("JSON", exc) from exc
     try:
         obj = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
         raise _malformed("JSON", exc, data) from exc
-    return chunk_from_builtins(obj)
+    except RecursionError as exc:
+        raise _too_deep("JSON", exc) from exc
+    return _from_builtins(obj)
 
 
 def encode_msgpack(chunk: Chunk) -> bytes:
@@ -150,8 +171,13 @@ def encode_msgpack(chunk: Chunk) -> bytes:
             return _msgpack_encode(chunk)
     except AttributeError:
         raise InvalidType(_not_a_chunk(chunk)) from None
-    data = msgspec.to_builtins(chunk, builtin_types=_MSGPACK_NATIVE)
-    return _msgpack_encode(merge_extra_keys(chunk, data))
+    except _UNENCODABLE as exc:
+        raise _unencodable(chunk, exc) from exc
+    try:
+        data = msgspec.to_builtins(chunk, builtin_types=_MSGPACK_NATIVE)
+        return _msgpack_encode(merge_extra_keys(chunk, data))
+    except _UNENCODABLE as exc:
+        raise _unencodable(chunk, exc) from exc
 
 
 def decode_msgpack(data: bytes | bytearray | memoryview) -> Chunk:
@@ -164,11 +190,15 @@ def decode_msgpack(data: bytes | bytearray | memoryview) -> Chunk:
         return _msgpack_decode(data)
     except msgspec.DecodeError:
         pass
+    except RecursionError as exc:
+        raise _too_deep("MessagePack", exc) from exc
     try:
         obj = msgspec.msgpack.decode(data)
     except msgspec.DecodeError as exc:
         raise _malformed("MessagePack", exc, data) from exc
-    return chunk_from_builtins(obj)
+    except RecursionError as exc:
+        raise _too_deep("MessagePack", exc) from exc
+    return _from_builtins(obj)
 
 
 def to_builtins(chunk: Chunk) -> dict[str, Any]:
@@ -191,7 +221,28 @@ def from_builtins(obj: Any) -> Chunk:
     Raises:
         ChunkDecodeError: as :func:`decode`.
     """
-    return chunk_from_builtins(obj)
+    return _from_builtins(obj)
+
+
+def _from_builtins(obj: Any) -> Chunk:
+    try:
+        return chunk_from_builtins(obj)
+    except RecursionError as exc:
+        raise _too_deep("data", exc) from exc
+
+
+def _too_deep(kind: str, exc: RecursionError) -> ChunkDecodeError:
+    return ChunkDecodeError(f"malformed {kind}: nested too deeply to decode ({exc}); a chunk "
+                            f"may nest at most a few hundred levels", position=None)
+
+
+def _unencodable(chunk: Any, exc: BaseException) -> StreamkitError:
+    what = f"{type(chunk).__name__} cannot be encoded: {type(exc).__name__}: {exc}"
+    if isinstance(exc, TypeError):
+        return InvalidType(f"{what}; payload values must be JSON-like (dict, list, str, "
+                           f"numbers, bool, None, msgspec Structs, dataclasses)")
+    return InvalidArgument(f"{what}; text must be valid Unicode and values nested at most a "
+                           f"few hundred levels")
 
 
 def _not_a_chunk(value: Any) -> str:
@@ -246,6 +297,15 @@ class SSEParser:
       (:attr:`last_event_id`), ``retry:`` the reconnection time in ms (:attr:`retry`).
     * A leading byte order mark is skipped; invalid UTF-8 becomes U+FFFD.
 
+    Time is linear in the bytes fed, however they are split: each read is scanned once, and an
+    unfinished line is kept as a list of pieces joined only when its end arrives.
+
+    Args:
+        max_event_bytes: the most bytes one line, or the data of one event, may hold
+            (default :data:`DEFAULT_MAX_EVENT_BYTES`, 16 MiB); beyond it :meth:`feed` raises
+            ``ChunkDecodeError`` instead of buffering without bound. ``None`` turns the limit
+            off (for trusted input only).
+
     Example:
         >>> parser = SSEParser()
         >>> parser.feed(b"data: hel")
@@ -255,13 +315,22 @@ class SSEParser:
         >>> parser.close()
     """
 
-    __slots__ = ("_buffer", "_skip_lf", "_started", "_data", "_event", "last_event_id", "retry")
+    __slots__ = ("_pieces", "_pending", "_skip_lf", "_started", "_data", "_size", "_event",
+                 "_limit", "last_event_id", "retry")
 
-    def __init__(self) -> None:
-        self._buffer = b""
+    def __init__(self, *, max_event_bytes: int | None = DEFAULT_MAX_EVENT_BYTES) -> None:
+        if max_event_bytes is not None and (not isinstance(max_event_bytes, int)
+                                            or isinstance(max_event_bytes, bool)
+                                            or max_event_bytes < 1):
+            raise InvalidArgument(f"max_event_bytes must be an int >= 1 or None, got "
+                                  f"{max_event_bytes!r}")
+        self._limit = max_event_bytes
+        self._pieces: list[bytes] = []  # the unfinished line, in the pieces it arrived in
+        self._pending = 0  # their total length
         self._skip_lf = False
         self._started = False
         self._data: list[str] = []
+        self._size = 0  # characters of data in the current event
         self._event = ""
         self.last_event_id = ""
         """The value of the last ``id:`` field (``""`` until one arrives)."""
@@ -269,7 +338,11 @@ class SSEParser:
         """The reconnection time in milliseconds from the last valid ``retry:`` field."""
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[str]:
-        """Add bytes; return the data of every event they complete, in order."""
+        """Add bytes; return the data of every event they complete, in order.
+
+        Raises:
+            ChunkDecodeError: a line or an event's data grew beyond ``max_event_bytes``.
+        """
         lines = self._lines(data)
         if not lines:
             return []
@@ -290,9 +363,10 @@ class SSEParser:
                 with no blank line after it, or a cut-off ``data:`` line). An unfinished event
                 without data, or a cut-off comment, is dropped silently as the spec says.
         """
-        tail = self._buffer
+        tail = b"".join(self._pieces)
         pending = list(self._data)
-        self._buffer, self._skip_lf, self._data, self._event = b"", False, [], ""
+        self._pieces, self._pending, self._skip_lf = [], 0, False
+        self._data, self._size, self._event = [], 0, ""
         if tail:
             line = tail.decode("utf-8", "replace")
             if not self._started and line.startswith("\ufeff"):
@@ -307,27 +381,49 @@ class SSEParser:
                 f"SSE stream ended inside an event (no blank line after its data): {preview!r}",
                 position=None)
 
+    def _too_big(self, what: str) -> ChunkDecodeError:
+        return ChunkDecodeError(f"SSE {what} is longer than max_event_bytes={self._limit} "
+                                f"bytes; raise the limit if such events are expected",
+                                position=None)
+
     def _lines(self, data: bytes | bytearray | memoryview) -> list[str]:
-        """Complete lines in ``data`` (plus what was buffered); keep the unfinished rest."""
+        """Complete lines in ``data`` (plus the buffered unfinished line); keep the rest.
+
+        Only ``data`` is scanned: what was buffered is known to hold no line break.
+        """
         if not data:
             return []
-        chunk = bytes(data)
+        chunk = data if data.__class__ is bytes else bytes(data)
         if self._skip_lf:  # the previous read ended with "\r"; a "\n" here belongs to it
             self._skip_lf = False
             if chunk[:1] == b"\n":
                 chunk = chunk[1:]
-        buffer = self._buffer + chunk if self._buffer else chunk
-        if b"\r" in buffer:
-            if buffer[-1:] == b"\r":
+        if b"\r" in chunk:
+            if chunk[-1:] == b"\r":
                 self._skip_lf = True
-            buffer = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        end = buffer.rfind(b"\n")
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        end = chunk.rfind(b"\n")
+        limit = self._limit
         if end < 0:
-            self._buffer = buffer
+            if chunk:
+                self._pieces.append(chunk)
+                self._pending += len(chunk)
+                if limit is not None and self._pending > limit:
+                    raise self._too_big("line")
             return []
-        self._buffer = buffer[end + 1:]
+        if self._pieces:
+            self._pieces.append(chunk[:end])
+            complete = b"".join(self._pieces)
+        else:
+            complete = chunk[:end]
+        rest = chunk[end + 1:]
+        self._pieces = [rest] if rest else []
+        self._pending = len(rest)
+        if limit is not None and (self._pending > limit or (
+                len(complete) > limit and max(map(len, complete.split(b"\n"))) > limit)):
+            raise self._too_big("line")
         # Line breaks never occur inside a UTF-8 sequence, so the complete part decodes whole.
-        text = buffer[:end].decode("utf-8", "replace")
+        text = complete.decode("utf-8", "replace")
         if not self._started:
             self._started = True
             if text.startswith("\ufeff"):
@@ -337,15 +433,23 @@ class SSEParser:
     def _process(self, lines: list[str]) -> list[SSEEvent]:
         events: list[SSEEvent] = []
         data = self._data
+        # Counted in characters (at most the bytes they came from) of data since the last
+        # dispatch, so many small data lines cannot build an event without bound either.
+        size = self._size
+        limit = self._limit if self._limit is not None else -1
         for line in lines:
             if line.startswith("data: "):  # by far the most common line: take it first
                 data.append(line[6:])
+                size += len(line)
+                if size > limit >= 0:
+                    raise self._too_big("event's data")
                 continue
             if not line:
                 if data:
                     events.append(SSEEvent("\n".join(data), self._event or "message",
                                            self.last_event_id))
                     data.clear()
+                size = 0
                 self._event = ""
                 continue
             colon = line.find(":")
@@ -359,14 +463,19 @@ class SSEParser:
                     value = value[1:]
             if name == "data":
                 data.append(value)
+                size += len(line)
+                if size > limit >= 0:
+                    raise self._too_big("event's data")
             elif name == "event":
                 self._event = value
             elif name == "id":
                 if "\x00" not in value:
                     self.last_event_id = value
             elif name == "retry":
-                if value.isascii() and value.isdigit():
+                # Bounded: int() refuses strings of more than 4,300 digits (ValueError).
+                if value.isascii() and value.isdigit() and len(value) <= 15:
                     self.retry = int(value)
+        self._size = size
         return events
 
 
@@ -381,7 +490,9 @@ def encode_sse(chunk: Chunk) -> bytes:
     return b"data: " + encode(chunk) + b"\n\n"
 
 
-async def iter_sse(source: AsyncIterable[bytes]) -> AsyncIterator[Chunk]:
+async def iter_sse(source: AsyncIterable[bytes], *,
+                   max_event_bytes: int | None = DEFAULT_MAX_EVENT_BYTES
+                   ) -> AsyncIterator[Chunk]:
     """Decode a server-sent-event byte stream into chunks.
 
     Each event's data is one chunk; a ``[DONE]`` event ends the stream (Mastra's server sends
@@ -389,14 +500,16 @@ async def iter_sse(source: AsyncIterable[bytes]) -> AsyncIterator[Chunk]:
 
     Args:
         source: the response body, in reads of any size.
+        max_event_bytes: the bound on one line or event (see :class:`SSEParser`).
 
     Yields:
         Chunks, in order.
 
     Raises:
-        ChunkDecodeError: an event is not a valid chunk, or the stream ended inside an event.
+        ChunkDecodeError: an event is not a valid chunk, is longer than ``max_event_bytes``,
+            or the stream ended inside an event.
     """
-    parser = SSEParser()
+    parser = SSEParser(max_event_bytes=max_event_bytes)
     iterator = aiter(source)
     try:
         async for block in iterator:
@@ -439,35 +552,59 @@ def decode_jsonl(data: bytes | str) -> list[Chunk]:
     return chunks
 
 
-async def iter_jsonl(source: AsyncIterable[bytes]) -> AsyncIterator[Chunk]:
+async def iter_jsonl(source: AsyncIterable[bytes], *,
+                     max_line_bytes: int | None = DEFAULT_MAX_EVENT_BYTES
+                     ) -> AsyncIterator[Chunk]:
     """Decode a JSON-lines byte stream, read in pieces of any size, into chunks.
 
     The last line needs no newline. The source is closed (``aclose()``) when iteration ends.
+    Time is linear in the bytes read: an unfinished line is kept in pieces, joined once.
+
+    Args:
+        source: the byte stream.
+        max_line_bytes: the longest line accepted (default 16 MiB; ``None``: no limit).
 
     Raises:
-        ChunkDecodeError: as :func:`decode_jsonl`.
+        ChunkDecodeError: as :func:`decode_jsonl`, or a line longer than ``max_line_bytes``.
     """
-    buffer = b""
+    pieces: list[bytes] = []
+    pending = 0
     number = 0
     iterator = aiter(source)
     try:
         async for block in iterator:
-            buffer += block
-            if b"\n" not in block:
+            end = block.rfind(b"\n")
+            if end < 0:
+                pieces.append(block)
+                pending += len(block)
+                if max_line_bytes is not None and pending > max_line_bytes:
+                    raise _line_too_long(number + 1, max_line_bytes)
                 continue
-            *lines, buffer = buffer.split(b"\n")
+            pieces.append(block[:end])
+            lines = b"".join(pieces).split(b"\n")
+            rest = block[end + 1:]
+            pieces, pending = [rest], len(rest)
             for line in lines:
                 number += 1
+                if max_line_bytes is not None and len(line) > max_line_bytes:
+                    raise _line_too_long(number, max_line_bytes)
                 chunk = _decode_line(line, number)
                 if chunk is not None:
                     yield chunk
-        chunk = _decode_line(buffer, number + 1)
+            if max_line_bytes is not None and pending > max_line_bytes:
+                raise _line_too_long(number + 1, max_line_bytes)
+        chunk = _decode_line(b"".join(pieces), number + 1)
         if chunk is not None:
             yield chunk
     finally:
         aclose = getattr(iterator, "aclose", None)
         if aclose is not None:
             await aclose()
+
+
+def _line_too_long(number: int, limit: int) -> ChunkDecodeError:
+    return ChunkDecodeError(f"line {number}: longer than max_line_bytes={limit} bytes",
+                            position=None, line=number)
 
 
 def _decode_line(line: bytes, number: int) -> Chunk | None:

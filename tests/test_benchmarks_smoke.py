@@ -33,9 +33,9 @@ def test_every_section_has_its_groups(tiny_run: tuple[list[Result], dict[str, An
     results, _ = tiny_run
     titles = list(dict.fromkeys(r.group for r in results))
     heads = [t.split(" ")[0] for t in titles]
-    assert heads.count("wire") == 4
+    assert heads.count("wire") == 5
     assert {"wire · JSON", "wire · SSE", "wire · JSON lines",
-            "wire · MessagePack"} <= set(titles)
+            "wire · MessagePack", "wire · SSE long lines"} <= set(titles)
     runner = [t for t in titles if t.startswith("runner")]
     assert len(runner) == 9
     for k in (1, 3, 10):
@@ -196,7 +196,8 @@ def test_targets_are_judged_from_rows_present(
     assert names == {"wire encode ≤ 1.2× raw msgspec", "wire encode ≥ 4× faster than json",
                      "runner sync ≤ 1.3× hand loop", "runner sync faster than reactivex",
                      "agent.stream 3 transforms ≥ 500k chunks/s",
-                     "per-chunk cost flat (long ≤ 1.2× short)"}
+                     "per-chunk cost flat (long ≤ 1.2× short)",
+                     "SSE parsing linear (ratio to floor flat)"}
     assert machine()["cpus"]
 
 

@@ -216,6 +216,14 @@ class Agent:
             per-call processor override can remove them.
         default options: ``tool_choice``, ``active_tools``, ``model_settings``,
             ``provider_options``, ``structured_output``, ``prepare_step`` — per-call values win.
+        tool_timeout: seconds each ``async def`` tool call may take (a tool's own ``timeout``
+            wins); one that does not return in time is cancelled and the model gets a
+            ``tool-error``. ``None`` (the default): no limit.
+        hook_timeout: seconds each call of an ``async def`` processor hook may take (per chunk
+            for ``process_output_stream``); one that does not return in time is cancelled and
+            the run fails with ``ProcessorError`` (an ``error`` chunk; memory stores nothing of
+            the turn). ``None`` (the default): no limit. Sync hooks and tools run on the event
+            loop and cannot be interrupted, so neither timeout applies to them.
 
     Example:
         >>> agent = Agent(id="support", instructions="Be brief.", model=ScriptedModel([text("Hi")]))
@@ -235,10 +243,14 @@ class Agent:
                  model_settings: Mapping[str, Any] | None = None,
                  provider_options: Mapping[str, Any] | None = None,
                  structured_output: StructuredOutput | None = None,
-                 prepare_step: Callable[..., Any] | None = None) -> None:
+                 prepare_step: Callable[..., Any] | None = None,
+                 tool_timeout: float | None = None,
+                 hook_timeout: float | None = None) -> None:
         if not isinstance(id, str) or not id:
             raise InvalidArgument(f"Agent needs a non-empty string id, got {id!r}")
         _check_counts(max_steps, max_processor_retries)
+        self.tool_timeout = _check_seconds("tool_timeout", tool_timeout)
+        self.hook_timeout = _check_seconds("hook_timeout", hook_timeout)
         self.id = id
         self.name = name or id
         self.instructions = (instructions,) if isinstance(instructions, str) \
@@ -317,8 +329,10 @@ class Agent:
             provider_options=dict(_pick(call.provider_options, self.provider_options) or {}),
             structured_output=structured,
             structured_schema=schema_of(structured) if structured is not None else None,
-            memory=self.memory, thread_id=call.thread_id, resource_id=call.resource_id,
-            request_context=rc, timed=call.trace)
+            memory=self.memory, thread_id=_check_id("thread_id", call.thread_id),
+            resource_id=_check_id("resource_id", call.resource_id),
+            request_context=rc, timed=call.trace, tool_timeout=self.tool_timeout,
+            hook_timeout=self.hook_timeout)
 
     def graph(self, *, input_processors: Processors | Override | None = None,
               output_processors: Processors | Override | None = None,
@@ -464,6 +478,31 @@ def _reject_unknown(unknown: Mapping[str, object]) -> NoReturn:
 def _pick(given: Any, default: Any) -> Any:
     """A call's value where given, else the agent's."""
     return given if given is not None else default
+
+
+def _check_seconds(name: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise InvalidArgument(f"{name} must be None or a number of seconds > 0, got {value!r}")
+    return float(value)
+
+
+def _check_id(name: str, value: str | None) -> str | None:
+    """A memory ``thread_id``/``resource_id`` as given, checked at the call: a string of valid
+    Unicode (a lone surrogate, which ``json.loads`` makes of ``"\\ud800"``, cannot be stored)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidType(f"{name} must be a str or None, got {type(value).__name__}")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidArgument(f"{name} {value!r} is not valid Unicode text (a lone "
+                                  f"surrogate at position {exc.start}); expected a str that "
+                                  f"encodes as UTF-8") from None
+    return value
 
 
 def _check_counts(max_steps: int, max_processor_retries: int | None) -> None:

@@ -367,13 +367,17 @@ async def _call_tool(run: Run, call: dict[str, Any]) -> tuple[bool, Any]:
             raise ToolError(f"unknown tool {name!r}; available: {sorted(step.tools)}",
                             tool_name=name)
         return True, await tool.run(call["args"] if call["args"] is not None else {},
-                                    writer=run.tool_writer,
+                                    timeout=run.config.tool_timeout, writer=run.tool_writer,
                                     request_context=run.runtime.request_context,
                                     tool_call_id=call["tool_call_id"], abort_signal=None)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - a failing tool is reported to the model
         return False, exc
+
+
+#: Seconds tool tasks get to finish cancelling when a run is cancelled during its tool calls.
+_CANCEL_GRACE = 5.0
 
 
 async def tools(run: Run) -> Stream:
@@ -387,6 +391,7 @@ async def _tool_chunks(run: Run) -> AsyncGenerator[Chunk, None]:
     arrived = outbox.arrived = asyncio.Event()
     tasks = [asyncio.ensure_future(_call_tool(run, c)) for c in step.tool_calls]
     pending = set(tasks)
+    waiter: asyncio.Future[Any] | None = None
     try:
         while pending:
             waiter = asyncio.ensure_future(arrived.wait())
@@ -399,8 +404,14 @@ async def _tool_chunks(run: Run) -> AsyncGenerator[Chunk, None]:
                 for chunk in outbox.take():
                     yield chunk
     finally:
-        for t in pending:
+        # Cancelled or closed mid-way: cancel what still runs (the waiter too) and let it
+        # finish cancelling, so no task outlives the run ("Task was destroyed but it is
+        # pending!"); bounded, for a tool that ignores its cancellation.
+        leftover = [t for t in (*pending, waiter) if t is not None and not t.done()]
+        for t in leftover:
             t.cancel()
+        if leftover:
+            await asyncio.wait(leftover, timeout=_CANCEL_GRACE)
         outbox.arrived = None
     step.tool_outcomes = [(call, *t.result()) for call, t in zip(step.tool_calls, tasks)]
 

@@ -95,7 +95,7 @@ class Run:
         self._nodes = nodes
         self.run_id = str(uuid.uuid4())
         self.runtime = RequestRuntime(config.request_context, run_id=self.run_id,
-                                      timed=config.timed)
+                                      timed=config.timed, hook_timeout=config.hook_timeout)
         ml = MessageList(thread_id=config.thread_id, resource_id=config.resource_id)
         for text in config.instructions:
             if text:

@@ -62,6 +62,8 @@ class RunConfig:
     resource_id: str | None
     request_context: dict[str, Any]
     timed: bool
+    tool_timeout: float | None = None
+    hook_timeout: float | None = None
 
     @property
     def keeps_chunks(self) -> bool:

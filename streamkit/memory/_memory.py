@@ -32,7 +32,7 @@ from typing import Any
 
 import msgspec
 
-from streamkit.errors import MemoryStoreError, StreamkitError
+from streamkit.errors import InvalidArgument, MemoryStoreError, StreamkitError
 from streamkit.messages import Message, StepStartPart, ToolInvocationPart
 
 from ._sqlite import SQLiteStore
@@ -47,6 +47,13 @@ def _check_id(name: str, value: Any, *, optional: bool = False) -> None:
     if not isinstance(value, str) or not value:
         expected = "a non-empty str or None" if optional else "a non-empty str"
         raise StreamkitError(f"{name} must be {expected}, got {value!r}")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate: SQLite (and JSON) cannot hold it
+            raise InvalidArgument(f"{name} {value!r} is not valid Unicode text (a lone "
+                                  f"surrogate at position {exc.start}); expected a str that "
+                                  f"encodes as UTF-8") from None
 
 
 def _is_transient_signal(message: Message) -> bool:

@@ -323,15 +323,23 @@ class SQLiteStore:
 
         Raises:
             MemoryStoreError: the thread belongs to another resource, is missing and
-                ``resource_id`` is ``None``, a message id is stored in another thread, or SQLite
+                ``resource_id`` is ``None``, a message id is stored in another thread, a message
+                cannot be encoded (an arbitrary object in a part, a lone surrogate), or SQLite
                 failed (then nothing was written).
 
         Example:
             >>> thread = await store.save_messages("t1", "u1", [Message.user("hi")])
         """
         # Encoded here, on the event loop: the worker gets bytes that no one can change.
-        rows = [(m.id, m.role, to_micros(m.created_at), message_encoder.encode(m).decode())
-                for m in messages]
+        try:
+            rows = [(m.id, m.role, to_micros(m.created_at), message_encoder.encode(m).decode())
+                    for m in messages]
+        except (TypeError, ValueError, RecursionError, OverflowError) as exc:
+            what = "save the turn"
+            raise MemoryStoreError(
+                f"memory store {self.path}: could not {what} (thread {thread_id!r}): a message "
+                f"cannot be encoded as JSON ({type(exc).__name__}: {exc}); nothing was written",
+                thread_id=thread_id, operation=what, path=self.path) from exc
         now = now_micros()
 
         def save(conn: sqlite3.Connection) -> Thread:

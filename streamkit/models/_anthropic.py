@@ -38,10 +38,11 @@ from ..chunks import (Finish, FinishPayload, ReasoningDelta, ReasoningEnd, Reaso
                       ResponseMetadata, StepOutputPayload, StepResultPayload, TextDelta, TextEnd,
                       TextStart, ToolCall, ToolCallDelta, ToolCallInputStreamingEnd,
                       ToolCallInputStreamingStart, UsagePayload)
-from ..errors import MessageError, StreamkitError
+from ..errors import APICallError, MessageError, StreamkitError
+from ..wire import DEFAULT_MAX_EVENT_BYTES
 from ._base import ModelRequest
-from ._http import (HTTPModel, decode_json, error_from_payload, json_text, retrying, split_media,
-                    stream_error, unwrap_provider_options)
+from ._http import (DEFAULT_DEADLINE, Deadline, HTTPModel, decode_json, error_from_payload,
+                    json_text, retrying, split_media, stream_error, unwrap_provider_options)
 
 __all__ = ["AnthropicModel", "to_anthropic_messages", "build_anthropic_body"]
 
@@ -90,6 +91,26 @@ def _media_block(part: dict[str, Any], kind: str, where: str) -> dict[str, Any]:
                 "source": {"type": "text", "media_type": "text/plain", "data": text}}
     raise MessageError(f"{where}: the Anthropic Messages API cannot take a {kind} part of type "
                        f"{mime!r} given as {form}; it takes images, PDF and text/plain")
+
+
+def _malformed(data: str, exc: Exception, url: str) -> APICallError:
+    """The error for data that is not an event: not JSON, an error document of another shape,
+    or JSON of the wrong shape (``exc`` says where)."""
+    try:
+        obj = decode_json(data)
+    except msgspec.DecodeError as err:  # too deep is the same on every retry; a cut is not
+        return stream_error("Anthropic", f"an event is not valid JSON ({err}): {data[:200]!r}",
+                            url, body=data,
+                            is_retryable=not isinstance(err.__cause__, RecursionError))
+    if isinstance(obj, dict) and obj.get("type") == "error":
+        error = obj.get("error")
+        status = _ERROR_STATUS.get(str(error.get("type"))) if isinstance(error, dict) else None
+        return error_from_payload("Anthropic", obj, data, url, status_code=status)
+    what = "is not an object with a type" if not isinstance(obj, dict) \
+        or not isinstance(obj.get("type"), str) \
+        else f"does not have the shape of a {obj['type']!r} event ({exc})"
+    return stream_error("Anthropic", f"an event {what}: {data[:200]!r}", url, body=data,
+                        is_retryable=False)
 
 
 def _tool_input(args: Any) -> dict[str, Any]:
@@ -278,6 +299,65 @@ def build_anthropic_body(model_id: str, request: ModelRequest) -> dict[str, Any]
 # --- response --------------------------------------------------------------------------------------
 
 
+class _Usage(msgspec.Struct):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+
+
+class _Message(msgspec.Struct):
+    id: Any = None  # metadata: used when it is a string
+    model: Any = None
+    usage: _Usage | None = None
+
+
+class _ContentBlock(msgspec.Struct):
+    type: str | None = None
+    text: str | None = None
+    thinking: str | None = None
+    id: str | None = None
+    name: str | None = None
+    input: Any = None
+    data: Any = None  # redacted thinking, passed on as it came
+
+
+class _Delta(msgspec.Struct):
+    """A ``content_block_delta``'s delta, or a ``message_delta``'s (``stop_reason``)."""
+
+    type: str | None = None
+    text: str | None = None
+    partial_json: str | None = None
+    thinking: str | None = None
+    signature: str | None = None
+    stop_reason: str | None = None
+
+
+class _Event(msgspec.Struct):
+    """The fields of a Messages API stream event the translator reads; a value of another type
+    fails the decode, so an event of the wrong shape is an ``APICallError``, never an
+    ``AttributeError`` further on. Unknown keys (and event types) are ignored."""
+
+    type: str
+    index: int | None = None
+    message: _Message | None = None
+    content_block: _ContentBlock | None = None
+    delta: _Delta | None = None
+    usage: _Usage | None = None
+    error: Any = None
+
+
+_decode_event = msgspec.json.Decoder(_Event).decode
+_NO_BLOCK = _ContentBlock()
+_NO_DELTA = _Delta()
+
+
+def _counts(usage: _Usage | None) -> dict[str, int]:
+    if usage is None:
+        return {}
+    return {k: v for k, v in msgspec.structs.asdict(usage).items() if v is not None}
+
+
 class _Block:
     __slots__ = ("kind", "id", "name", "args", "signature")
 
@@ -288,110 +368,126 @@ class _Block:
 
 
 class _MessagesTranslator:
-    """Messages API stream events (decoded JSON) → streamkit chunks, for one step."""
+    """Messages API stream events (JSON text) → streamkit chunks, for one step."""
 
     def __init__(self, run_id: str, url: str, *, is_structured: bool) -> None:
         self.run_id, self.url, self.is_structured = run_id, url, is_structured
         self.blocks: dict[int, _Block] = {}
-        self.usage: dict[str, Any] = {}
+        self.usage: dict[str, int] = {}
         self.stop_reason: str | None = None
         self.has_tool_calls = False
         self.is_done = False
         self.metadata: Any = None
 
-    def feed(self, obj: Any, raw: str) -> list[Any]:
-        kind = obj.get("type") if isinstance(obj, dict) else None
-        if kind is None:
-            raise stream_error("Anthropic", f"an event is not an object with a type: "
-                               f"{raw[:200]!r}", self.url, body=raw)
+    def feed(self, data: str) -> list[Any]:
+        """The chunks one event's data makes.
+
+        Raises:
+            APICallError: the data is not JSON, not an event of the expected shape, or an
+                ``error`` event.
+        """
+        try:
+            event = _decode_event(data)
+        except msgspec.DecodeError as exc:
+            raise _malformed(data, exc, self.url) from exc
+        except RecursionError as exc:  # past msgspec's depth limit: the same on every retry
+            raise stream_error("Anthropic", f"an event is nested too deeply to decode: "
+                               f"{data[:200]!r}", self.url, is_retryable=False) from exc
+        kind = event.type
         out: list[Any] = []
         if kind == "content_block_delta":
-            block = self.blocks.get(obj.get("index"))
-            if block is not None:
-                self._delta(block, obj.get("delta") or {}, out)
+            block = self.blocks.get(event.index) if event.index is not None else None
+            if block is not None:  # deltas of skipped blocks (server tools) are skipped too
+                self._delta(block, event.delta or _NO_DELTA, out)
         elif kind == "content_block_start":
-            self._start(obj.get("index"), obj.get("content_block") or {}, out)
+            self._start(event.index, event.content_block or _NO_BLOCK, out)
         elif kind == "content_block_stop":
-            block = self.blocks.pop(obj.get("index"), None)
+            block = self.blocks.pop(event.index, None) if event.index is not None else None
             if block is not None:
                 self._stop(block, out)
         elif kind == "message_start":
-            message = obj.get("message") or {}
-            self.usage.update(message.get("usage") or {})
-            fields = {k: message[f] for k, f in (("id", "id"), ("model_id", "model"))
-                      if isinstance(message.get(f), str)}
+            message = event.message or _Message()
+            self.usage.update(_counts(message.usage))
+            fields: dict[str, Any] = {k: v for k, v in (("id", message.id),
+                                                         ("model_id", message.model))
+                                      if isinstance(v, str)}
             # held back like OpenAIChatModel's, so an error right after message_start retries
             self.metadata = ResponseMetadata(run_id=self.run_id, from_=_AGENT, **fields)
         elif kind == "message_delta":
-            self.stop_reason = (obj.get("delta") or {}).get("stop_reason") or self.stop_reason
-            usage = obj.get("usage") or {}
-            self.usage.update({k: v for k, v in usage.items() if v is not None})
+            self.stop_reason = (event.delta or _NO_DELTA).stop_reason or self.stop_reason
+            self.usage.update(_counts(event.usage))
         elif kind == "message_stop":
             self.is_done = True
         elif kind == "error":
-            error = obj.get("error")
+            error = event.error
             status = _ERROR_STATUS.get(str(error.get("type"))) if isinstance(error, dict) \
                 else None
-            raise error_from_payload("Anthropic", obj, raw, self.url, status_code=status)
+            raise error_from_payload("Anthropic", {"type": "error", "error": error}, data,
+                                     self.url, status_code=status)
         if out and self.metadata is not None:
             out.insert(0, self.metadata)
             self.metadata = None
         return out  # ping, and event types added to the API later, are ignored
 
-    def _start(self, index: Any, block: dict[str, Any], out: list[Any]) -> None:
-        run_id, kind = self.run_id, block.get("type")
+    def _start(self, index: int | None, block: _ContentBlock, out: list[Any]) -> None:
+        run_id, kind = self.run_id, block.type
+        if index is None:
+            if kind in ("text", "thinking", "tool_use"):
+                raise stream_error("Anthropic", f"a {kind} content_block_start has no index",
+                                   self.url, is_retryable=False)
+            return
         if kind == "text" or (kind == "tool_use" and self.is_structured
-                              and block.get("name") == JSON_TOOL):
+                              and block.name == JSON_TOOL):
             self.blocks[index] = state = _Block("text", f"text-{uuid.uuid4().hex[:12]}")
             out.append(TextStart(id=state.id, run_id=run_id, from_=_AGENT))
-            if kind == "text" and block.get("text"):
-                out.append(TextDelta(id=state.id, text=block["text"], run_id=run_id,
+            if kind == "text" and block.text:
+                out.append(TextDelta(id=state.id, text=block.text, run_id=run_id,
                                      from_=_AGENT))
         elif kind == "thinking":
             self.blocks[index] = state = _Block("thinking", f"reasoning-{uuid.uuid4().hex[:12]}")
             out.append(ReasoningStart(id=state.id, run_id=run_id, from_=_AGENT))
-            if block.get("thinking"):
-                out.append(ReasoningDelta(id=state.id, text=block["thinking"], run_id=run_id,
+            if block.thinking:
+                out.append(ReasoningDelta(id=state.id, text=block.thinking, run_id=run_id,
                                           from_=_AGENT))
         elif kind == "redacted_thinking":
             rid = f"reasoning-{uuid.uuid4().hex[:12]}"
-            meta = {"anthropic": {"redactedData": block.get("data")}}
+            meta = {"anthropic": {"redactedData": block.data}}
             out.append(ReasoningStart(id=rid, provider_metadata=meta, run_id=run_id,
                                       from_=_AGENT))
             out.append(ReasoningEnd(id=rid, provider_metadata=meta, run_id=run_id,
                                     from_=_AGENT))
         elif kind == "tool_use":
             self.has_tool_calls = True
-            self.blocks[index] = state = _Block("tool", block.get("id") or
+            self.blocks[index] = state = _Block("tool", block.id or
                                                 f"toolu-{uuid.uuid4().hex[:12]}",
-                                                block.get("name") or "")
+                                                block.name or "")
             out.append(ToolCallInputStreamingStart(tool_call_id=state.id, tool_name=state.name,
                                                    run_id=run_id, from_=_AGENT))
-            if block.get("input"):  # a non-streamed input (some proxies send it whole)
-                state.args.append(json_text(block["input"]))
+            if block.input:  # a non-streamed input (some proxies send it whole)
+                state.args.append(json_text(block.input))
                 out.append(ToolCallDelta(tool_call_id=state.id, tool_name=state.name,
                                          args_text_delta=state.args[-1], run_id=run_id,
                                          from_=_AGENT))
         # server tool blocks (web search...) are provider-executed and not modelled: skipped
 
-    def _delta(self, block: _Block, delta: dict[str, Any], out: list[Any]) -> None:
-        run_id, kind = self.run_id, delta.get("type")
+    def _delta(self, block: _Block, delta: _Delta, out: list[Any]) -> None:
+        run_id, kind = self.run_id, delta.type
         if kind == "text_delta" or (kind == "input_json_delta" and block.kind == "text"):
-            text = delta.get("text") if kind == "text_delta" else delta.get("partial_json")
+            text = delta.text if kind == "text_delta" else delta.partial_json
             if text:
                 out.append(TextDelta(id=block.id, text=text, run_id=run_id, from_=_AGENT))
         elif kind == "input_json_delta":
-            text = delta.get("partial_json")
+            text = delta.partial_json
             if text:
                 block.args.append(text)
                 out.append(ToolCallDelta(tool_call_id=block.id, tool_name=block.name,
                                          args_text_delta=text, run_id=run_id, from_=_AGENT))
         elif kind == "thinking_delta":
-            if delta.get("thinking"):
-                out.append(ReasoningDelta(id=block.id, text=delta["thinking"], run_id=run_id,
+            if delta.thinking:
+                out.append(ReasoningDelta(id=block.id, text=delta.thinking, run_id=run_id,
                                           from_=_AGENT))
         elif kind == "signature_delta":
-            block.signature = (block.signature or "") + (delta.get("signature") or "")
+            block.signature = (block.signature or "") + (delta.signature or "")
 
     def _stop(self, block: _Block, out: list[Any]) -> None:
         run_id = self.run_id
@@ -418,11 +514,11 @@ class _MessagesTranslator:
         u = self.usage
         cache_read = u.get("cache_read_input_tokens") or 0
         inp = u.get("input_tokens")
-        if isinstance(inp, int):
+        if inp is not None:
             inp += cache_read + (u.get("cache_creation_input_tokens") or 0)
         out = u.get("output_tokens")
         usage = UsagePayload(input_tokens=inp, output_tokens=out,
-                             total_tokens=inp + out if isinstance(inp, int) and isinstance(out, int)
+                             total_tokens=inp + out if inp is not None and out is not None
                              else None)
         if cache_read:
             usage.cached_input_tokens = cache_read
@@ -451,8 +547,8 @@ class AnthropicModel(HTTPModel):
         base_url: the API root, without ``/v1`` (``ANTHROPIC_BASE_URL``'s convention; a
             trailing ``/v1`` is accepted too).
         anthropic_version: the ``anthropic-version`` header.
-        client, timeout, max_retries, backoff, max_backoff, headers, sleep: as for
-            ``OpenAIChatModel``.
+        client, timeout, max_retries, backoff, max_backoff, headers, sleep, deadline,
+            max_event_bytes: as for ``OpenAIChatModel``.
 
     Extended thinking is a provider option:
     ``provider_options={"anthropic": {"thinking": {"type": "enabled", "budget_tokens": 2048}}}``.
@@ -473,10 +569,13 @@ class AnthropicModel(HTTPModel):
                  backoff: float = 0.5, max_backoff: float = 8.0,
                  headers: Mapping[str, str] | None = None,
                  sleep: Callable[[float], Awaitable[Any]] | None = None,
-                 anthropic_version: str = ANTHROPIC_VERSION) -> None:
+                 anthropic_version: str = ANTHROPIC_VERSION,
+                 deadline: float | None = DEFAULT_DEADLINE,
+                 max_event_bytes: int | None = DEFAULT_MAX_EVENT_BYTES) -> None:
         super().__init__(model_id, base_url=base_url, api_key=api_key, client=client,
                          timeout=timeout, max_retries=max_retries, backoff=backoff,
-                         max_backoff=max_backoff, headers=headers, sleep=sleep)
+                         max_backoff=max_backoff, headers=headers, sleep=sleep,
+                         deadline=deadline, max_event_bytes=max_event_bytes)
         if self.base_url.endswith("/v1"):
             self.base_url = self.base_url[:-3]
         self.anthropic_version = anthropic_version
@@ -507,22 +606,21 @@ class AnthropicModel(HTTPModel):
         body = build_anthropic_body(self.model_id, request)
         url = f"{self.base_url}/v1/messages"
         is_structured = request.structured_output is not None
+        run_id = request.run_id
         return retrying(self._policy_for(request.model_settings),
-                        lambda: self._step(url, body, headers, request.run_id, is_structured))
+                        lambda deadline: self._step(url, body, headers, run_id, is_structured,
+                                                    deadline))
 
     async def _step(self, url: str, body: dict[str, Any], headers: dict[str, str], run_id: str,
-                    is_structured: bool) -> AsyncGenerator[Any, None]:
+                    is_structured: bool, deadline: Deadline | None
+                    ) -> AsyncGenerator[Any, None]:
         state = _MessagesTranslator(run_id, url, is_structured=is_structured)
-        async for event in self._session.sse(url, body, headers):
+        async for event in self._session.sse(url, body, headers, deadline=deadline,
+                                             max_event_bytes=self.max_event_bytes):
             data = event.data
             if state.is_done or not data.strip():
                 continue
-            try:
-                obj = decode_json(data)
-            except msgspec.DecodeError as exc:
-                raise stream_error("Anthropic", f"an event is not valid JSON ({exc}): "
-                                   f"{data[:200]!r}", url, body=data) from exc
-            for chunk in state.feed(obj, data):
+            for chunk in state.feed(data):
                 yield chunk
         if not state.is_done:
             raise stream_error("Anthropic", "the stream ended before message_stop", url)

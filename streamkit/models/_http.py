@@ -4,7 +4,7 @@ What belongs here: the one place where ``httpx`` exceptions, HTTP error statuses
 inside a stream and malformed or truncated streams become :class:`~streamkit.errors.APICallError`
 (always ``raise ... from exc``); ``Retry-After`` parsing; the bounded retry loop
 (:class:`RetryPolicy`, :func:`retrying`); and :class:`HTTPSession`, which owns or borrows the
-``httpx.AsyncClient`` and turns one POST into server-sent events or a JSON document; and what
+``httpx.AsyncClient`` and turns one POST into server-sent events or a bounded body; and what
 both providers share beyond HTTP: :class:`HTTPModel` (their constructor options, retry policy,
 ``aclose``) and two format helpers (:func:`split_media`, :func:`json_text`). What does not: any provider's request or response format (``_openai``, ``_anthropic``), and
 choosing a provider from a router id (``_router``).
@@ -36,9 +36,10 @@ import httpx
 import msgspec
 
 from ..errors import APICallError, ChunkDecodeError, StreamkitError
-from ..wire import SSEEvent, SSEParser
+from ..wire import DEFAULT_MAX_EVENT_BYTES, SSEEvent, SSEParser
 
-__all__ = ["DEFAULT_TIMEOUT", "RetryPolicy", "HTTPSession", "parse_retry_after", "retrying",
+__all__ = ["DEFAULT_TIMEOUT", "DEFAULT_DEADLINE", "Deadline", "RetryPolicy", "HTTPSession",
+           "parse_retry_after", "retrying",
            "error_from_status", "error_from_exception", "error_from_payload", "stream_error",
            "encode_json", "decode_json", "split_media", "json_text",
            "unwrap_provider_options",
@@ -46,11 +47,17 @@ __all__ = ["DEFAULT_TIMEOUT", "RetryPolicy", "HTTPSession", "parse_retry_after",
 
 T = TypeVar("T")
 
-DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
-"""10 s to connect; 600 s for each read, so a slow model thinking before its first token is not
-cut off, while a dead connection still ends."""
+DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=120.0, write=30.0, pool=10.0)
+"""10 s to connect (and to get a pooled connection), 30 s to send a request, 120 s for each read:
+a model thinking before its first token has two minutes, a dead connection ends. A server that
+keeps sending a byte now and then never trips a read timeout: :data:`DEFAULT_DEADLINE` ends it."""
+
+DEFAULT_DEADLINE = 600.0
+"""Seconds one model call may take in all: every attempt, the waits between them and the whole
+streamed answer. ``deadline=None`` on the model turns it off."""
 
 # Error bodies are kept whole up to this size; beyond it they are cut (a proxy may send a page).
+# At most this many bytes of an error response are read at all.
 _MAX_BODY_CHARS = 64_000
 
 _json_encoder = msgspec.json.Encoder(enc_hook=str)
@@ -63,8 +70,50 @@ def encode_json(value: Any) -> bytes:
 
 
 def decode_json(data: str | bytes) -> Any:
-    """Decoded JSON (raises ``msgspec.DecodeError`` when malformed)."""
-    return _json_decode(data)
+    """Decoded JSON (raises ``msgspec.DecodeError`` when malformed or nested too deeply)."""
+    try:
+        return _json_decode(data)
+    except RecursionError as exc:  # msgspec past Python's recursion limit (~1,000 levels)
+        raise msgspec.DecodeError(f"JSON is nested too deeply to decode ({exc})") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """When one model call must be over: ``at`` on the event loop's clock, ``seconds`` after its
+    start (for messages).
+
+    Example:
+        >>> Deadline.start(None) is None
+        True
+    """
+
+    seconds: float
+    at: float
+
+    @classmethod
+    def start(cls, seconds: float | None) -> Deadline | None:
+        """The deadline ``seconds`` from now (``None``: no deadline)."""
+        if seconds is None:
+            return None
+        return cls(seconds, asyncio.get_running_loop().time() + seconds)
+
+    def left(self) -> float:
+        """Seconds until the deadline (negative once it passed)."""
+        return self.at - asyncio.get_running_loop().time()
+
+    def error(self, provider: str, url: str) -> APICallError:
+        """The ``APICallError`` for a call that ran out of time (not retryable: no time left)."""
+        return APICallError(f"{provider} API call to {url} did not finish within its deadline "
+                            f"of {self.seconds:g} s (the model's deadline= option)",
+                            status_code=None, is_retryable=False, url=url)
+
+
+async def _bounded(awaitable: Awaitable[T], deadline: Deadline | None) -> T:
+    """``await awaitable``, cancelled with ``TimeoutError`` at the deadline."""
+    if deadline is None:
+        return await awaitable
+    async with asyncio.timeout_at(deadline.at):
+        return await awaitable
 
 
 def json_text(value: Any) -> str:
@@ -204,6 +253,7 @@ class RetryPolicy:
     max_backoff: float = 8.0
     max_retry_after: float = 60.0
     sleep: Callable[[float], Awaitable[Any]] = field(default=asyncio.sleep, repr=False)
+    deadline: float | None = DEFAULT_DEADLINE
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_retries, int) or self.max_retries < 0:
@@ -212,6 +262,11 @@ class RetryPolicy:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or value < 0:
                 raise StreamkitError(f"{name} must be a number of seconds >= 0, got {value!r}")
+        if self.deadline is not None and (not isinstance(self.deadline, (int, float))
+                                          or isinstance(self.deadline, bool)
+                                          or not self.deadline > 0):
+            raise StreamkitError(f"deadline must be None or a number of seconds > 0, got "
+                                 f"{self.deadline!r}")
         if not callable(self.sleep):
             raise StreamkitError(f"sleep must be an async function, got {self.sleep!r}")
 
@@ -234,9 +289,11 @@ class RetryPolicy:
         return base * (0.5 + random.random() / 2)
 
 
-async def retrying(policy: RetryPolicy, attempt: Callable[[], AsyncGenerator[T, None]]
+async def retrying(policy: RetryPolicy,
+                   attempt: Callable[[Deadline | None], AsyncGenerator[T, None]]
                    ) -> AsyncIterator[T]:
-    """Run ``attempt()`` and re-run it on a retryable ``APICallError`` raised before its first item.
+    """Run ``attempt(deadline)`` and re-run it on a retryable ``APICallError`` raised before its
+    first item.
 
     Marble (``x`` = retryable error, ``~`` = the policy's delay)::
 
@@ -248,14 +305,18 @@ async def retrying(policy: RetryPolicy, attempt: Callable[[], AsyncGenerator[T, 
     Each attempt's iterator is closed (``aclose``) before the next one starts and when the
     consumer stops early, so its HTTP response is always released.
 
+    The policy's ``deadline`` starts when iteration starts and is shared by every attempt (each
+    bounds its network waits by it); a retry whose delay would end past it is not made.
+
     Args:
         policy: bounds and delays.
-        attempt: makes a fresh iterator for one attempt.
+        attempt: makes a fresh iterator for one attempt, given the call's deadline.
     """
     retries_done = 0
+    deadline = Deadline.start(policy.deadline)
     while True:
         has_yielded = False
-        async with aclosing(attempt()) as items:
+        async with aclosing(attempt(deadline)) as items:
             try:
                 async for item in items:
                     has_yielded = True
@@ -265,6 +326,8 @@ async def retrying(policy: RetryPolicy, attempt: Callable[[], AsyncGenerator[T, 
                 if has_yielded or not policy.should_retry(exc, retries_done):
                     raise
                 wait = policy.delay(retries_done, exc.retry_after)
+                if deadline is not None and wait >= deadline.left():
+                    raise
         await policy.sleep(wait)
         retries_done += 1
 
@@ -307,7 +370,7 @@ def error_from_status(provider: str, status: int, body: bytes | str, url: str,
     """
     text = body.decode("utf-8", "replace") if isinstance(body, (bytes, bytearray)) else body
     try:
-        kind, message = _describe(_json_decode(text)) if text else (None, None)
+        kind, message = _describe(decode_json(text)) if text else (None, None)
     except msgspec.DecodeError:
         kind, message = None, None
     if message is None:
@@ -421,57 +484,112 @@ class HTTPSession:
             return {"timeout": self._timeout}
         return {}
 
-    async def sse(self, url: str, body: Any, headers: Mapping[str, str]
+    async def _send(self, url: str, body: Any, headers: Mapping[str, str],
+                    deadline: Deadline | None) -> httpx.Response:
+        """POST ``body`` as JSON; the response with its headers read and its body not yet.
+        An error status raises here, after reading at most 64 KB of its body."""
+        client = self.client()
+        request = client.build_request("POST", url, content=encode_json(body), headers=headers,
+                                       **self._request_options())
+        response = await _bounded(client.send(request, stream=True), deadline)
+        if response.status_code >= 400:
+            try:
+                text = await _bounded(_read_capped(response, _MAX_BODY_CHARS), deadline)
+            finally:
+                await response.aclose()
+            raise error_from_status(self.provider, response.status_code, text, url,
+                                    response.headers)
+        return response
+
+    async def sse(self, url: str, body: Any, headers: Mapping[str, str], *,
+                  deadline: Deadline | None = None,
+                  max_event_bytes: int | None = DEFAULT_MAX_EVENT_BYTES
                   ) -> AsyncIterator[SSEEvent]:
         """POST ``body`` as JSON and yield the server-sent events of the response.
 
-        The response is closed when iteration ends for any reason (``async with``), so a
-        consumer that stops early or is cancelled releases the connection.
+        The response is closed when iteration ends for any reason, so a consumer that stops
+        early or is cancelled releases the connection. Every network wait (connecting, the
+        headers, each read) ends at ``deadline``.
 
         Raises:
-            APICallError: an error status, a transport failure, or a body that ends inside an
-                event.
+            APICallError: an error status, a transport failure, the deadline, an event longer
+                than ``max_event_bytes``, or a body that ends inside an event.
         """
         provider = self.provider
         try:
-            async with self.client().stream("POST", url, content=encode_json(body),
-                                            headers=headers, **self._request_options()
-                                            ) as response:
-                if response.status_code >= 400:
-                    raise error_from_status(provider, response.status_code,
-                                            await response.aread(), url, response.headers)
-                parser = SSEParser()
-                async for block in response.aiter_bytes():
-                    for event in parser.feed_events(block):
+            response = await self._send(url, body, headers, deadline)
+            parser = SSEParser(max_event_bytes=max_event_bytes)
+            reads = response.aiter_bytes()
+            try:
+                while True:  # not ``async for``: each read is bounded by the deadline
+                    block = await _bounded(anext(reads, None), deadline)
+                    if block is None:
+                        break
+                    try:
+                        events = parser.feed_events(block)
+                    except ChunkDecodeError as exc:
+                        raise stream_error(provider, str(exc), url, is_retryable=False) from exc
+                    for event in events:
                         yield event
                 try:
                     parser.close()
                 except ChunkDecodeError as exc:
                     raise stream_error(provider, f"the body ended in the middle of an event "
                                        f"({exc})", url) from exc
+            finally:
+                await reads.aclose()  # type: ignore[attr-defined] # an async generator
+                await response.aclose()
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise error_from_exception(provider, exc, url) from exc
+        except TimeoutError as exc:  # only a deadline raises it here (httpx has its own)
+            raise _out_of_time(provider, url, deadline) from exc
 
-    async def post_json(self, url: str, body: Any, headers: Mapping[str, str]) -> Any:
-        """POST ``body`` as JSON and return the decoded JSON response.
+    async def post(self, url: str, body: Any, headers: Mapping[str, str], *,
+                        deadline: Deadline | None = None,
+                        max_bytes: int | None = DEFAULT_MAX_EVENT_BYTES) -> bytes:
+        """POST ``body`` as JSON and return the response body (to be decoded by the caller).
 
         Raises:
-            APICallError: an error status, a transport failure, or a body that is not JSON.
+            APICallError: an error status, a transport failure, the deadline, or a body longer
+                than ``max_bytes``.
         """
         provider = self.provider
         try:
-            response = await self.client().post(url, content=encode_json(body), headers=headers,
-                                                **self._request_options())
+            response = await self._send(url, body, headers, deadline)
+            try:
+                data = await _bounded(_read_capped(response, max_bytes), deadline)
+            finally:
+                await response.aclose()
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise error_from_exception(provider, exc, url) from exc
-        if response.status_code >= 400:
-            raise error_from_status(provider, response.status_code, response.content, url,
-                                    response.headers)
-        try:
-            return _json_decode(response.content)
-        except msgspec.DecodeError as exc:
-            raise stream_error(provider, f"the response is not JSON ({exc})", url,
-                               body=response.text) from exc
+        except TimeoutError as exc:  # only a deadline raises it here (httpx has its own)
+            raise _out_of_time(provider, url, deadline) from exc
+        if max_bytes is not None and len(data) > max_bytes:
+            raise stream_error(provider, f"the response is longer than max_event_bytes="
+                               f"{max_bytes} bytes", url, is_retryable=False)
+        return data
+
+
+def _out_of_time(provider: str, url: str, deadline: Deadline | None) -> APICallError:
+    if deadline is not None:
+        return deadline.error(provider, url)
+    return APICallError(f"{provider} API call to {url} timed out", url=url)  # pragma: no cover
+
+
+async def _read_capped(response: httpx.Response, limit: int | None) -> bytes:
+    """The body of ``response``, reading no more than ``limit`` bytes past the limit's read
+    (the returned bytes are cut to ``limit + 1``, so a caller can tell it was longer)."""
+    pieces: list[bytes] = []
+    size = 0
+    # typed AsyncIterator by httpx; it is an async generator, with aclose
+    async with aclosing(response.aiter_bytes()) as reads:  # type: ignore[type-var]
+        async for block in reads:
+            pieces.append(block)
+            size += len(block)
+            if limit is not None and size > limit:
+                break
+    data = b"".join(pieces)
+    return data if limit is None else data[:limit + 1]
 
 
 # --- the shared model base -------------------------------------------------------------------------
@@ -492,7 +610,9 @@ class HTTPModel:
                  client: httpx.AsyncClient | None, timeout: float | httpx.Timeout | None,
                  max_retries: int, backoff: float, max_backoff: float,
                  headers: Mapping[str, str] | None,
-                 sleep: Callable[[float], Awaitable[Any]] | None) -> None:
+                 sleep: Callable[[float], Awaitable[Any]] | None,
+                 deadline: float | None = DEFAULT_DEADLINE,
+                 max_event_bytes: int | None = DEFAULT_MAX_EVENT_BYTES) -> None:
         if not isinstance(model_id, str) or not model_id:
             raise StreamkitError(f"model_id must be a non-empty string, got {model_id!r}")
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
@@ -503,7 +623,14 @@ class HTTPModel:
         self.headers = dict(headers or {})
         self.retry_policy = RetryPolicy(max_retries=max_retries, backoff=backoff,
                                         max_backoff=max_backoff,
-                                        sleep=asyncio.sleep if sleep is None else sleep)
+                                        sleep=asyncio.sleep if sleep is None else sleep,
+                                        deadline=deadline)
+        if max_event_bytes is not None and (not isinstance(max_event_bytes, int)
+                                            or isinstance(max_event_bytes, bool)
+                                            or max_event_bytes < 1):
+            raise StreamkitError(f"max_event_bytes must be None or an int >= 1, got "
+                                 f"{max_event_bytes!r}")
+        self.max_event_bytes = max_event_bytes
         self._session = HTTPSession(self.label, client=client, timeout=timeout)
 
     def __repr__(self) -> str:
@@ -527,7 +654,8 @@ class HTTPModel:
         if isinstance(retries, int) and retries != policy.max_retries:
             policy = RetryPolicy(max_retries=retries, backoff=policy.backoff,
                                  max_backoff=policy.max_backoff,
-                                 max_retry_after=policy.max_retry_after, sleep=policy.sleep)
+                                 max_retry_after=policy.max_retry_after, sleep=policy.sleep,
+                                 deadline=policy.deadline)
         return policy
 
     def _extra_headers(self, settings: Mapping[str, Any]) -> dict[str, str]:

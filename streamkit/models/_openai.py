@@ -30,10 +30,11 @@ from ..chunks import (Finish, FinishPayload, ReasoningDelta, ReasoningEnd, Reaso
                       ResponseMetadata, StepOutputPayload, StepResultPayload, TextDelta, TextEnd,
                       TextStart, ToolCall, ToolCallDelta, ToolCallInputStreamingEnd,
                       ToolCallInputStreamingStart, UsagePayload)
-from ..errors import MessageError, StreamkitError
+from ..errors import APICallError, MessageError, StreamkitError
+from ..wire import DEFAULT_MAX_EVENT_BYTES
 from ._base import ModelRequest
-from ._http import (HTTPModel, decode_json, unwrap_provider_options, error_from_payload, json_text,
-                    retrying, split_media, stream_error)
+from ._http import (DEFAULT_DEADLINE, Deadline, HTTPModel, decode_json, error_from_payload,
+                    json_text, retrying, split_media, stream_error, unwrap_provider_options)
 
 __all__ = ["OpenAIChatModel", "to_openai_messages", "build_openai_body"]
 
@@ -212,30 +213,100 @@ def build_openai_body(model_id: str, request: ModelRequest, *, stream: bool,
 # --- response --------------------------------------------------------------------------------------
 
 
-def _usage(raw: Any) -> UsagePayload:
-    if not isinstance(raw, dict):
+class _Function(msgspec.Struct):
+    name: str | None = None
+    arguments: Any = None  # a string; some servers send the arguments as an object
+
+
+class _CallDelta(msgspec.Struct):
+    index: int | None = None
+    id: str | None = None
+    function: _Function | None = None
+
+
+class _Part(msgspec.Struct):
+    type: str | None = None
+    text: str | None = None
+
+
+class _Delta(msgspec.Struct):
+    """A streamed ``delta`` or a whole ``message`` (the same fields)."""
+
+    content: str | list[_Part] | None = None
+    reasoning_content: str | None = None
+    reasoning: str | None = None
+    tool_calls: list[_CallDelta] | None = None
+
+
+class _Choice(msgspec.Struct):
+    index: int = 0
+    delta: _Delta | None = None
+    message: _Delta | None = None
+    finish_reason: str | None = None
+
+
+class _Details(msgspec.Struct):
+    reasoning_tokens: int | None = None
+    cached_tokens: int | None = None
+
+
+class _Usage(msgspec.Struct):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    completion_tokens_details: _Details | None = None
+    prompt_tokens_details: _Details | None = None
+
+
+class _Frame(msgspec.Struct):
+    """The fields of a Chat Completions chunk (or response) the translator reads; a value of
+    another type fails the decode, so a frame of the wrong shape is an ``APICallError``, never
+    an ``AttributeError`` further on. Unknown keys are ignored."""
+
+    id: Any = None  # metadata: used when it is a string
+    model: Any = None
+    created: int | float | None = None
+    choices: list[_Choice] | None = None
+    usage: _Usage | None = None
+    error: Any = None
+    object: Any = None
+
+
+_decode_frame = msgspec.json.Decoder(_Frame).decode
+
+# datetime cannot hold timestamps past the year 9999.
+_MAX_TIMESTAMP = 253_402_300_800
+
+
+def _usage(raw: _Usage | None) -> UsagePayload:
+    if raw is None:
         return UsagePayload(input_tokens=None, output_tokens=None, total_tokens=None)
-    inp, out = raw.get("prompt_tokens"), raw.get("completion_tokens")
-    total = raw.get("total_tokens")
-    if total is None and isinstance(inp, int) and isinstance(out, int):
+    inp, out = raw.prompt_tokens, raw.completion_tokens
+    total = raw.total_tokens
+    if total is None and inp is not None and out is not None:
         total = inp + out
     usage = UsagePayload(input_tokens=inp, output_tokens=out, total_tokens=total)
-    details = raw.get("completion_tokens_details")
-    if isinstance(details, dict) and isinstance(details.get("reasoning_tokens"), int):
-        usage.reasoning_tokens = details["reasoning_tokens"]
-    details = raw.get("prompt_tokens_details")
-    if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
-        usage.cached_input_tokens = details["cached_tokens"]
+    details = raw.completion_tokens_details
+    if details is not None and details.reasoning_tokens is not None:
+        usage.reasoning_tokens = details.reasoning_tokens
+    details = raw.prompt_tokens_details
+    if details is not None and details.cached_tokens is not None:
+        usage.cached_input_tokens = details.cached_tokens
     return usage
 
 
 def _status_of(error: Any) -> int | None:
     code: Any = error.get("code") if isinstance(error, dict) else None
+    if isinstance(code, bool) or not isinstance(code, (int, str)) or len(str(code)) > 3:
+        return None
     try:
         status = int(code)  # LiteLLM sends the status as a string, vLLM as an int
-    except (TypeError, ValueError):
+    except ValueError:
         return None
     return status if 100 <= status <= 599 else None
+
+
+_NO_FUNCTION = _Function()
 
 
 class _PendingCall:
@@ -247,7 +318,7 @@ class _PendingCall:
 
 
 class _ChatTranslator:
-    """Chat Completions chunks (decoded JSON) → streamkit chunks, for one step."""
+    """Chat Completions chunks (JSON text) → streamkit chunks, for one step."""
 
     def __init__(self, run_id: str, provider: str, url: str) -> None:
         self.run_id, self.provider, self.url = run_id, provider, url
@@ -255,66 +326,114 @@ class _ChatTranslator:
         self.reasoning_id: str | None = None
         self.calls: dict[int, _PendingCall] = {}
         self.raw_finish: str | None = None
-        self.usage: Any = None
+        self.usage: _Usage | None = None
+        self.has_choices = False
         self.has_metadata = False
         # Held back until the step has something else to say: a step whose only output is its
         # metadata has yielded nothing, so a failure right after the first frame is retried.
         self.metadata: Any = None
 
-    def feed(self, obj: Any, raw: str) -> list[Any]:
-        if not isinstance(obj, dict):
-            raise stream_error(self.provider, f"an event is not a JSON object: {raw[:200]!r}",
-                               self.url, body=raw)
+    def feed(self, data: str | bytes) -> list[Any]:
+        """The chunks one event's data (or a whole response) makes.
+
+        Raises:
+            APICallError: the data is not JSON, not a chunk of the expected shape, or an error.
+        """
+        try:
+            frame = _decode_frame(data)
+        except msgspec.DecodeError as exc:
+            raise self._malformed(data, exc) from exc
+        except RecursionError as exc:  # past msgspec's depth limit: the same on every retry
+            raise stream_error(self.provider, f"an event is nested too deeply to decode: "
+                               f"{data[:200]!r}", self.url, is_retryable=False) from exc
+        if frame.error or frame.object == "error":
+            self._raise_error(data)
+        return self._frame(frame)
+
+    def _malformed(self, data: str | bytes, exc: Exception) -> APICallError:
+        """The error for data that is not a frame: an error document of another shape, not
+        JSON, or JSON of the wrong shape (``exc`` says where)."""
+        text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+        try:
+            obj = decode_json(data)
+        except msgspec.DecodeError as err:  # too deep is the same on every retry; a cut is not
+            return stream_error(self.provider, f"an event is not valid JSON ({err}): "
+                                f"{text[:200]!r}", self.url, body=text,
+                                is_retryable=not isinstance(err.__cause__, RecursionError))
+        if isinstance(obj, dict) and (obj.get("error") or obj.get("object") == "error"):
+            error = obj.get("error")
+            return error_from_payload(self.provider, obj, text, self.url,
+                                      status_code=_status_of(error if isinstance(error, dict)
+                                                             else obj))
+        what = "is not a JSON object" if not isinstance(obj, dict) else \
+            f"does not have the shape of a chat completion chunk ({exc})"
+        return stream_error(self.provider, f"an event {what}: {text[:200]!r}", self.url,
+                            body=text, is_retryable=False)
+
+    def _raise_error(self, data: str | bytes) -> None:
+        text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+        obj = decode_json(data)  # decoded before: cannot fail
         error = obj.get("error")
-        if error or obj.get("object") == "error":
-            detail = error if isinstance(error, dict) else obj
-            raise error_from_payload(self.provider, obj, raw, self.url,
-                                     status_code=_status_of(detail))
+        raise error_from_payload(self.provider, obj, text, self.url,
+                                 status_code=_status_of(error if isinstance(error, dict)
+                                                        else obj))
+
+    def _frame(self, frame: _Frame) -> list[Any]:
         out: list[Any] = []
         if not self.has_metadata:
             self.has_metadata = True
-            self.metadata = self._metadata(obj)
-        if obj.get("usage"):
-            self.usage = obj["usage"]
-        for choice in obj.get("choices") or ():
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+            self.metadata = self._metadata(frame)
+        if frame.usage is not None:
+            self.usage = frame.usage
+        for choice in frame.choices or ():
+            self.has_choices = True
+            if choice.index != 0:
                 continue  # n > 1 is not supported: one step is one answer
-            delta = choice.get("delta") or choice.get("message") or {}
-            self._delta(delta, out)
-            if choice.get("finish_reason"):
-                self.raw_finish = choice["finish_reason"]
+            delta = choice.delta or choice.message
+            if delta is not None:
+                self._delta(delta, out)
+            if choice.finish_reason:
+                self.raw_finish = choice.finish_reason
         if out and self.metadata is not None:
             out.insert(0, self.metadata)
             self.metadata = None
         return out
 
-    def _metadata(self, obj: dict[str, Any]) -> Any:
+    def _metadata(self, frame: _Frame) -> Any:
         fields: dict[str, Any] = {}
-        if isinstance(obj.get("id"), str):
-            fields["id"] = obj["id"]
-        if isinstance(obj.get("model"), str):
-            fields["model_id"] = obj["model"]
-        if isinstance(obj.get("created"), (int, float)):
-            fields["timestamp"] = datetime.fromtimestamp(obj["created"], timezone.utc)
+        if isinstance(frame.id, str):
+            fields["id"] = frame.id
+        if isinstance(frame.model, str):
+            fields["model_id"] = frame.model
+        created = frame.created
+        if created is not None:
+            if not 0 <= created < _MAX_TIMESTAMP:  # also false for NaN
+                raise stream_error(self.provider, f"created is not a Unix timestamp: "
+                                   f"{created!r}", self.url, is_retryable=False)
+            fields["timestamp"] = datetime.fromtimestamp(created, timezone.utc)
         return ResponseMetadata(run_id=self.run_id, from_=_AGENT, **fields)
 
-    def _delta(self, delta: dict[str, Any], out: list[Any]) -> None:
+    def _delta(self, delta: _Delta, out: list[Any]) -> None:
         run_id = self.run_id
-        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-        if isinstance(reasoning, str) and reasoning:
+        reasoning = delta.reasoning_content or delta.reasoning
+        if reasoning:
             if self.reasoning_id is None:
                 self.reasoning_id = f"reasoning-{uuid.uuid4().hex[:12]}"
                 out.append(ReasoningStart(id=self.reasoning_id, run_id=run_id, from_=_AGENT))
             out.append(ReasoningDelta(id=self.reasoning_id, text=reasoning, run_id=run_id,
                                       from_=_AGENT))
-        content = delta.get("content")
-        if isinstance(content, str) and content:
+        content = delta.content
+        if content.__class__ is list:  # content parts (some servers): their text is the text
+            content = "".join(p.text for p in content
+                              if p.type in (None, "text") and p.text)
+        if content:
             self._end_reasoning(out)
             if self.text_id is None:
                 self.text_id = f"text-{uuid.uuid4().hex[:12]}"
                 out.append(TextStart(id=self.text_id, run_id=run_id, from_=_AGENT))
-            out.append(TextDelta(id=self.text_id, text=content, run_id=run_id, from_=_AGENT))
-        for call in delta.get("tool_calls") or ():
+            out.append(TextDelta(id=self.text_id, text=content,  # type: ignore[arg-type]
+                                 run_id=run_id, from_=_AGENT))
+        for call in delta.tool_calls or ():
             self._end_reasoning(out)
             self._tool_delta(call, out)
 
@@ -323,16 +442,13 @@ class _ChatTranslator:
             out.append(ReasoningEnd(id=self.reasoning_id, run_id=self.run_id, from_=_AGENT))
             self.reasoning_id = None
 
-    def _tool_delta(self, call: Any, out: list[Any]) -> None:
-        if not isinstance(call, dict):
-            raise stream_error(self.provider, f"a tool-call delta is not an object: {call!r:.100}",
-                               self.url)
-        function = call.get("function") or {}
-        index = call.get("index")
-        if not isinstance(index, int):
+    def _tool_delta(self, call: _CallDelta, out: list[Any]) -> None:
+        function = call.function or _NO_FUNCTION
+        index = call.index
+        if index is None:
             # Without an index (non-streamed messages, some servers): a new id is a new call,
             # a known id or no id continues the call it names or the last one.
-            call_id = call.get("id")
+            call_id = call.id
             index = next((i for i, c in self.calls.items() if c.id == call_id), None) \
                 if call_id else max(self.calls, default=0)
             if index is None:
@@ -340,16 +456,16 @@ class _ChatTranslator:
         pending = self.calls.get(index)
         if pending is None:
             pending = self.calls[index] = _PendingCall(
-                call.get("id") or f"call-{uuid.uuid4().hex[:12]}", function.get("name") or "")
-        elif function.get("name") and not pending.name:
-            pending.name = function["name"]
+                call.id or f"call-{uuid.uuid4().hex[:12]}", function.name or "")
+        elif function.name and not pending.name:
+            pending.name = function.name
         if pending.name and not pending.is_started:
             pending.is_started = True
             out.append(ToolCallInputStreamingStart(tool_call_id=pending.id, tool_name=pending.name,
                                                    run_id=self.run_id, from_=_AGENT))
             if pending.args:  # arguments that came before the name
                 out.append(self._args_delta(pending, "".join(pending.args)))
-        args = function.get("arguments")
+        args = function.arguments
         if args is not None and not isinstance(args, str):
             args = json_text(args)  # a server that sends the arguments as an object
         if args:
@@ -388,7 +504,8 @@ class _ChatTranslator:
         if self.raw_finish is not None:
             result.raw_reason = self.raw_finish
         out.append(Finish(payload=FinishPayload(step_result=result,
-                                                output=StepOutputPayload(usage=_usage(self.usage))),
+                                                output=StepOutputPayload(
+                                                    usage=_usage(self.usage))),
                           run_id=run_id, from_=_AGENT))
         return out
 
@@ -407,9 +524,16 @@ class OpenAIChatModel(HTTPModel):
         base_url: the API root, ending before ``/chat/completions``.
         client: an ``httpx.AsyncClient`` to borrow (its limits, proxies, TLS); by default the
             model owns one (close it with ``aclose()`` or ``async with model``).
-        timeout: seconds or an ``httpx.Timeout`` (default: 10 s connect, 600 s per read).
+        timeout: seconds or an ``httpx.Timeout`` (default: 10 s to connect, 30 s to send,
+            120 s per read).
         max_retries: retries of transient failures (429, 5xx, timeouts, connection errors)
             before the step's first chunk; ``Retry-After`` is honoured.
+        deadline: seconds one model call may take in all — every attempt, the waits between
+            them and the whole streamed answer (default 600; ``None``: no deadline). A server
+            that drips bytes slowly enough never trips a read timeout; the deadline ends it
+            with a non-retryable ``APICallError``.
+        max_event_bytes: the largest server-sent event (or non-streamed response) accepted,
+            in bytes (default 16 MiB; ``None``: no limit); a larger one is an ``APICallError``.
         backoff: the first retry delay in seconds (doubling, with jitter).
         max_backoff: the cap on one retry delay.
         headers: extra request headers.
@@ -432,13 +556,15 @@ class OpenAIChatModel(HTTPModel):
                  backoff: float = 0.5, max_backoff: float = 8.0,
                  headers: Mapping[str, str] | None = None, stream: bool = True,
                  sleep: Callable[[float], Awaitable[Any]] | None = None,
-                 provider: str = "openai") -> None:
+                 provider: str = "openai", deadline: float | None = DEFAULT_DEADLINE,
+                 max_event_bytes: int | None = DEFAULT_MAX_EVENT_BYTES) -> None:
         self.provider = provider
         self.label = {"openai": "OpenAI", "openai-compatible": "OpenAI-compatible"}.get(
             provider, provider)
         super().__init__(model_id, base_url=base_url, api_key=api_key, client=client,
                          timeout=timeout, max_retries=max_retries, backoff=backoff,
-                         max_backoff=max_backoff, headers=headers, sleep=sleep)
+                         max_backoff=max_backoff, headers=headers, sleep=sleep,
+                         deadline=deadline, max_event_bytes=max_event_bytes)
         self.is_streaming = stream
 
     def _request_headers(self, settings: Mapping[str, Any]) -> dict[str, str]:
@@ -472,30 +598,30 @@ class OpenAIChatModel(HTTPModel):
                                  namespaces=namespaces)
         url = f"{self.base_url}/chat/completions"
         policy = self._policy_for(settings)
+        run_id = request.run_id
         if self.is_streaming:
-            return retrying(policy, lambda: self._stream_step(url, body, headers, request.run_id))
-        return retrying(policy, lambda: self._json_step(url, body, headers, request.run_id))
+            return retrying(policy, lambda deadline: self._stream_step(url, body, headers, run_id,
+                                                                       deadline))
+        return retrying(policy, lambda deadline: self._json_step(url, body, headers, run_id,
+                                                                 deadline))
 
     async def _stream_step(self, url: str, body: dict[str, Any], headers: dict[str, str],
-                           run_id: str) -> AsyncGenerator[Any, None]:
+                           run_id: str, deadline: Deadline | None
+                           ) -> AsyncGenerator[Any, None]:
         provider = self._session.provider
         state = _ChatTranslator(run_id, provider, url)
         is_done = False
         # After [DONE] the body is still read to its end, so the connection goes back to the
         # pool instead of being closed half-read.
-        async for event in self._session.sse(url, body, headers):
+        async for event in self._session.sse(url, body, headers, deadline=deadline,
+                                             max_event_bytes=self.max_event_bytes):
             data = event.data
             if is_done or not data.strip():
                 continue
             if data.strip() == "[DONE]":
                 is_done = True
                 continue
-            try:
-                obj = decode_json(data)
-            except msgspec.DecodeError as exc:
-                raise stream_error(provider, f"an event is not valid JSON ({exc}): "
-                                   f"{data[:200]!r}", url, body=data) from exc
-            for chunk in state.feed(obj, data):
+            for chunk in state.feed(data):
                 yield chunk
         if not is_done and state.raw_finish is None:
             raise stream_error(provider, "the stream ended without a finish_reason or [DONE]",
@@ -504,12 +630,14 @@ class OpenAIChatModel(HTTPModel):
             yield chunk
 
     async def _json_step(self, url: str, body: dict[str, Any], headers: dict[str, str],
-                         run_id: str) -> AsyncGenerator[Any, None]:
-        obj = await self._session.post_json(url, body, headers)
+                         run_id: str, deadline: Deadline | None
+                         ) -> AsyncGenerator[Any, None]:
+        data = await self._session.post(url, body, headers, deadline=deadline,
+                                        max_bytes=self.max_event_bytes)
         state = _ChatTranslator(run_id, self._session.provider, url)
-        chunks = state.feed(obj, "")
-        if state.raw_finish is None and not obj.get("choices"):
+        chunks = state.feed(data)
+        if state.raw_finish is None and not state.has_choices:
             raise stream_error(self._session.provider, "the response has no choices", url,
-                               body=json_text(obj))
+                               body=data.decode("utf-8", "replace"))
         for chunk in chunks + state.finish():
             yield chunk

@@ -27,16 +27,44 @@ import time
 from dataclasses import dataclass
 from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 
-from ..chunks import Chunk, DataChunk, TextDelta
+from ..chunks import CHUNK_TYPES, Chunk, ChunkBase, DataChunk, TextDelta
 from ..errors import ProcessorError
 from ..tripwire import TripWire
 from ._fused import HookShape, Shape, Timing, factory_for, render
 from ._runtime import RequestRuntime, StreamStats, Writer
 from ._spec import ProcessorSpec
 
-__all__ = ["StreamChain", "hook_failure"]
+__all__ = ["StreamChain", "hook_failure", "bad_return", "bounded"]
 
 HOOK = "process_output_stream"
+
+
+async def bounded(awaitable: Awaitable[Any], seconds: float, processor_id: str, hook: str
+                  ) -> Any:
+    """``await awaitable`` (an async hook's call), cancelled after ``seconds``.
+
+    Raises:
+        ProcessorError: the hook did not return in time (``timeout`` is set); it was cancelled.
+    """
+    try:
+        async with asyncio.timeout(seconds) as scope:
+            return await awaitable
+    except TimeoutError as exc:
+        if not scope.expired():
+            raise  # the hook's own TimeoutError: wrapped like any other exception
+        raise ProcessorError(f"processor {processor_id!r}: {hook} did not return within "
+                             f"{seconds:g} s (hook_timeout); it was cancelled",
+                             processor_id=processor_id, hook=hook, timeout=seconds) from exc
+
+
+def _bounded_hook(fn: Callable[..., Any], seconds: float, processor_id: str
+                  ) -> Callable[..., Any]:
+    """An async stream hook that ends with ``ProcessorError`` after ``seconds`` per call."""
+
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        return await bounded(fn(*args, **kwargs), seconds, processor_id, HOOK)
+
+    return call
 
 
 def hook_failure(spec_id: str, hook: str, exc: BaseException) -> BaseException:
@@ -73,6 +101,32 @@ class _Env:
     text_cls: type
     run_data: Callable[[Chunk], Any] | None
     tripwire_cls: type[TripWire]
+    #: ``checked(i, value, is_item=False)``: raise ``ProcessorError`` unless ``value`` (what hook
+    #: ``i`` returned, or an item of the list it returned) is a chunk or an allowed list.
+    checked: Callable[..., None]
+    chunk_classes: frozenset[type]
+    multi_classes: frozenset[type]
+
+
+#: The classes a stream hook may return (checked by class first, subclasses by ``isinstance``).
+_CHUNK_CLASSES: frozenset[type] = frozenset((*CHUNK_TYPES.values(), DataChunk))
+_MULTI_CLASSES: frozenset[type] = _CHUNK_CLASSES | {list}
+
+
+def bad_return(spec: ProcessorSpec, hook: str, value: Any, *, is_item: bool = False
+               ) -> ProcessorError | None:
+    """The ``ProcessorError`` for a stream hook's return value that is not a chunk (``None``
+    when it is one after all: a subclass, or a list from a ``multi_emit`` processor)."""
+    if isinstance(value, (ChunkBase, DataChunk)) or (
+            not is_item and spec.multi_emit and isinstance(value, list)):
+        return None
+    shown = f"{type(value).__name__} {value!r:.60}"
+    where = "an item of the list it returned" if is_item else "it returned"
+    lists = "" if spec.multi_emit else \
+        " (a list needs multi_emit = True on the processor)"
+    return ProcessorError(f"processor {spec.id!r}, {hook}: {where} is {shown}; expected a "
+                          f"chunk, None to drop it, or a list of chunks{lists}",
+                          processor_id=spec.id, hook=hook)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +161,17 @@ def _bind(specs: Sequence[ProcessorSpec], runtime: RequestRuntime, writer: Write
         failed.append(i)
         return hook_failure(specs[i].id, HOOK, exc)
 
-    env = _Env(ctx, fail, time.perf_counter_ns, DataChunk, TextDelta, run_data, TripWire)
-    push, count, arm, drive = factory_for(shape)([h.fn for h in hooks], consts, stats, env)
+    def checked(i: int, value: Any, is_item: bool = False) -> None:
+        err = bad_return(specs[i], HOOK, value, is_item=is_item)
+        if err is not None:
+            raise fail(i, err)
+
+    env = _Env(ctx, fail, time.perf_counter_ns, DataChunk, TextDelta, run_data, TripWire,
+               checked, _CHUNK_CLASSES, _MULTI_CLASSES)
+    limit = runtime.hook_timeout
+    fns = [h.fn if limit is None or not h.is_async else _bounded_hook(h.fn, limit, s.id)
+           for h, s in zip(hooks, specs)]
+    push, count, arm, drive = factory_for(shape)(fns, consts, stats, env)
     return _Bound(push, count, arm, drive, stats, shape, failed)
 
 
@@ -248,12 +311,18 @@ class StreamChain:
             try:
                 res = hook.fn(**hook.call_kwargs(available))
                 if hook.is_async:
-                    res = await res
+                    limit = self.runtime.hook_timeout
+                    res = await (res if limit is None else
+                                 bounded(res, limit, spec.id, "flush_output_stream"))
             except BaseException as exc:
                 raise hook_failure(spec.id, "flush_output_stream", exc)  # keeps __cause__
             out: list[Chunk] = []
             if res:
                 flushed = res if isinstance(res, list) else [res]
+                for part in flushed:
+                    err = bad_return(spec, "flush_output_stream", part, is_item=True)
+                    if err is not None:
+                        raise err
                 if self.timed:
                     self._note_flushed_text(spec, flushed)
                 rest = self._rest(spec)

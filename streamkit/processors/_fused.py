@@ -149,12 +149,19 @@ def _chain_body(shape: Shape, start: int, *, timed: bool, probe: bool, entry: st
                       f"st{i}.sampled += 1", f"st{i}.ns += t1"]
         if probe:
             lines.append(f"if not st{i}.text_out_ns and {_HAS_TEXT}: st{i}.text_out_ns = pc()")
-        lines += ["if out is None:", f"    st{i}.dropped += 1", *drop]
+        # A hook that passes its chunk on (``out is part``) pays one identity test, as the drop
+        # test alone cost before; anything else is a drop (``None``) or must be of a chunk
+        # class (``checked`` raises ProcessorError otherwise).
+        ok = "ok_multi" if hook.multi else "ok_one"
+        lines += ["if out is not part:", "    if out is None:", f"        st{i}.dropped += 1",
+                  *_indent(drop, 1), f"    if out.__class__ not in {ok}: checked({i}, out)"]
         if hook.multi:
             # Fanned-out chunks are counted as they go on (not ``len(out) - 1`` up front), so
             # the trace's call counts stay exact when one of them trips the wire.
             lines += ["if out.__class__ is list:", f"    st{i}.fanout -= 1",
-                      "    acc = []", "    for p in out:", f"        st{i}.fanout += 1",
+                      "    acc = []", "    for p in out:",
+                      f"        if p.__class__ not in ok_one: checked({i}, p, True)",
+                      f"        st{i}.fanout += 1",
                       f"        r = {aw_chain}{entry}{i + 1}(p)",
                       "        if r is None: continue",
                       "        if r.__class__ is list: acc.extend(r)",
@@ -266,6 +273,7 @@ def render(shape: Shape) -> str:
     """The Python source of the fused chain for ``shape`` (a module defining ``factory``)."""
     lines = ["def factory(fns, consts, stats, env):",
              "    ctx, fail, pc = env.ctx, env.fail, env.perf_counter_ns",
+             "    checked, ok_one, ok_multi = env.checked, env.chunk_classes, env.multi_classes",
              "    data_cls, text_cls, run_data, TripWire = env.data_cls, env.text_cls, "
              "env.run_data, env.tripwire_cls"]
     for i, hook in enumerate(shape.hooks):

@@ -24,7 +24,7 @@ from .._message_list import Source
 from ..errors import ProcessorError
 from ..messages import Message, MessageList
 from ..tripwire import TripWire
-from ._chain import hook_failure
+from ._chain import bounded, hook_failure
 from ._runtime import RequestRuntime, now
 from ._spec import ProcessorSpec
 
@@ -145,7 +145,8 @@ async def call_hook(runtime: RequestRuntime, spec: ProcessorSpec, hook: str,
     try:
         result = h.fn(**h.call_kwargs(available))
         if h.is_async:
-            result = await result
+            limit = runtime.hook_timeout
+            result = await (result if limit is None else bounded(result, limit, spec.id, hook))
     except BaseException as exc:
         failure = hook_failure(spec.id, hook, exc)
         if isinstance(failure, TripWire):

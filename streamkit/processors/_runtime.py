@@ -121,8 +121,10 @@ class RequestRuntime:
     processor, ``request_context``, the trace, and violation handling."""
 
     def __init__(self, request_context: Any = None, *, run_id: str = "",
-                 timed: bool = True) -> None:
+                 timed: bool = True, hook_timeout: float | None = None) -> None:
         self.states: dict[str, dict[str, Any]] = {}
+        #: Seconds each call of an async hook may take (``Agent(hook_timeout=)``), or ``None``.
+        self.hook_timeout = hook_timeout
         self._aborts: dict[str, Callable[..., Any]] = {}
         self.request_context = request_context if request_context is not None else {}
         self.run_id = run_id
