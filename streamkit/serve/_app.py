@@ -21,6 +21,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 
 from ..agent import Agent, AgentStream
+from ..chunks import ErrorChunk
 from ..errors import InvalidArgument, InvalidType, MessageError, StreamkitError
 from ..memory import Memory
 from ._mastra import MastraAPI, error_response
@@ -36,13 +37,15 @@ _encode = msgspec.json.Encoder().encode
 async def ui_frames(stream: AgentStream) -> AsyncIterator[bytes]:
     """The chat route's body: each UI chunk as ``data: <JSON>\\n\\n``, then ``data: [DONE]``.
 
-    An error raised before the first frame propagates (the route answers JSON); one raised
-    later becomes a UI ``error`` chunk.
+    A run that fails before it started raises its error (the route answers JSON), as in
+    ``_mastra.mastra_frames``; one raised later becomes a UI ``error`` chunk.
     """
     ui = UIMessageStream()
     sent = False
     try:
         async for chunk in stream:
+            if not sent and isinstance(chunk, ErrorChunk):
+                await stream.result()  # a run that failed before it started: raises why
             for part in ui.convert(chunk):
                 yield b"data: " + _encode(part) + b"\n\n"
                 sent = True

@@ -83,12 +83,15 @@ def _error_chunk_frame(run_id: str, exc: BaseException) -> bytes:
 async def mastra_frames(stream: AgentStream) -> AsyncIterator[bytes]:
     """The ``stream`` route's body: each chunk as a frame, then ``data: [DONE]``.
 
-    An error raised before the first chunk propagates (the route answers JSON); one raised
-    later becomes an in-band ``error`` event, and the body still ends with ``[DONE]``.
+    A run that fails before its first chunk (the thread belongs to another resource; its only
+    chunk is an ``error``) raises that error, so the route answers JSON; an error raised later
+    becomes an in-band ``error`` event, and the body still ends with ``[DONE]``.
     """
     sent = False
     try:
         async for chunk in stream:
+            if not sent and isinstance(chunk, ErrorChunk):
+                await stream.result()  # a run that failed before it started: raises why
             yield sse_frame(chunk)
             sent = True
     except StreamkitError as exc:
