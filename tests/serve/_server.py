@@ -20,9 +20,11 @@ import uvicorn
 STOP_TIMEOUT = 10.0
 
 
-def _socket() -> socket.socket:
+def _socket(sndbuf: int | None = None) -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if sndbuf is not None:  # accepted connections inherit it (Linux)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
     sock.bind(("127.0.0.1", 0))
     return sock
 
@@ -34,9 +36,10 @@ def _server(app: Any) -> uvicorn.Server:
 
 
 @contextlib.asynccontextmanager
-async def running(app: Any) -> AsyncIterator[str]:
-    """Serve ``app`` in this loop; yields its base URL (``http://127.0.0.1:PORT``)."""
-    sock = _socket()
+async def running(app: Any, *, sndbuf: int | None = None) -> AsyncIterator[str]:
+    """Serve ``app`` in this loop; yields its base URL (``http://127.0.0.1:PORT``).
+    ``sndbuf`` caps the kernel send buffer of its connections."""
+    sock = _socket(sndbuf)
     server = _server(app)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
