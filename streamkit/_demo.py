@@ -166,7 +166,7 @@ def _answer(prompt: list[dict[str, Any]]) -> Any:
                 tool_call("lookup_customer", {"customer_id": customer.group(0)})]
     earlier = [_text_of(m.get("content")) for m in turns[:-1] if m.get("role") == "user"]
     lookups = sum(1 for m in turns if m.get("role") == "tool")
-    reply = f"You said: {said.strip() or '(nothing)'}."
+    reply = f"You said: \u201c{said.strip()}\u201d."
     if earlier:
         reply += (f" Earlier in this thread you said {len(earlier)} thing(s), first: "
                   f"\u201c{earlier[0].strip()}\u201d.")
