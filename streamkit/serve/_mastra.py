@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -183,7 +183,7 @@ def output_json(agent: Agent, result: AgentResult, steps: Sequence[dict[str, lis
     """``generate``'s body: Mastra's full output, keys in Mastra's order. ``toolCalls`` and
     ``toolResults`` are the run's own chunks (client-js reads ``payload.toolName``)."""
     model_id = str(getattr(agent.model, "model_id", ""))
-    now = format_timestamp(datetime.now(timezone.utc))
+    now = format_timestamp(datetime.now(UTC))
     step_json = []
     for index, step in enumerate(result.steps):
         seen = steps[index] if index < len(steps) else {"calls": [], "results": []}

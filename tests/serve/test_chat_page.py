@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect, sync_playwright
 
 from streamkit._demo import QUESTION, build_serve_agent
 from streamkit.memory import Memory
@@ -58,8 +59,6 @@ def page_url() -> Iterator[str]:
 
 def test_the_chat_page_streams_a_tool_turn(chromium: Path, page_url: str,
                                            tmp_path: Path) -> None:
-    from playwright.sync_api import expect, sync_playwright
-
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(chromium), args=FLAGS, headless=True)
         try:

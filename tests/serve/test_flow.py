@@ -16,9 +16,17 @@ import httpx
 import pytest
 
 from streamkit import Agent
-from streamkit.chunks import (Finish, FinishPayload, StepOutputPayload, StepResultPayload,
-                              TextDelta, TextEnd, TextStart, UsagePayload)
-from streamkit.memory import Memory
+from streamkit.chunks import (
+    Finish,
+    FinishPayload,
+    StepOutputPayload,
+    StepResultPayload,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    UsagePayload,
+)
+from streamkit.memory import Memory, SQLiteStore
 from streamkit.models import ModelRequest
 from streamkit.serve import create_app
 from streamkit.testing import ScriptedModel, text, tool_call
@@ -80,8 +88,6 @@ def request_for(route: str, text_: str = "go", thread: str = "t1") -> tuple[str,
 
 @pytest.fixture
 async def memory(tmp_path: Path) -> AsyncIterator[Memory]:
-    from streamkit.memory import SQLiteStore
-
     mem = Memory(SQLiteStore(str(tmp_path / "flow.sqlite3")))
     yield mem
     await mem.close()

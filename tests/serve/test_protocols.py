@@ -12,9 +12,11 @@ from typing import Any
 import httpx
 import pytest
 
-from streamkit import wire
+from streamkit import Agent, wire
 from streamkit.memory import Memory
 from streamkit.serve import create_app
+from streamkit.testing import ScriptedModel, text, tool_call
+from streamkit.tools import tool
 
 from ._fixtures import chat_bodies, exchange
 from ._server import running
@@ -115,8 +117,8 @@ async def test_stream_is_framed_byte_for_byte_as_mastra_frames_it(
     start, step = ours[0], ours[1]
     assert start["payload"] == {"id": "demo", "messageId": start["payload"]["messageId"]}
     assert step["payload"]["request"] == {}
-    text = "".join(c["payload"]["text"] for c in ours[:-1] if c["type"] == "text-delta")
-    assert text == "Echo: Hello there (turn 1)"
+    answer = "".join(c["payload"]["text"] for c in ours[:-1] if c["type"] == "text-delta")
+    assert answer == "Echo: Hello there (turn 1)"
     finish = ours[-2]
     assert finish["payload"]["stepResult"]["reason"] == "stop"
     assert set(finish["payload"]["output"]["usage"]) >= {"inputTokens", "outputTokens",
@@ -203,7 +205,7 @@ async def test_memory_turns_and_the_memory_routes(client: httpx.AsyncClient) -> 
                 for m in messages]
 
     assert texts(listed["messages"]) == texts(recorded_messages["messages"])
-    for ours, theirs in zip(listed["messages"], recorded_messages["messages"]):
+    for ours, theirs in zip(listed["messages"], recorded_messages["messages"], strict=True):
         assert set(theirs) - {"type"} <= set(ours) and ours["type"] == "text"
 
     created = await client.post("/api/memory/threads", params={"agentId": "demo"},
@@ -264,10 +266,6 @@ async def test_an_invalid_body_is_a_400_naming_the_field(client: httpx.AsyncClie
 
 
 async def test_request_context_reaches_tools(memory: Memory) -> None:
-    from streamkit.testing import ScriptedModel, text, tool_call
-    from streamkit.tools import tool
-    from streamkit import Agent
-
     @tool
     def tenant(request_context: Any = None) -> str:
         """The caller's tenant."""
@@ -312,8 +310,6 @@ async def test_chat_unknown_agent_is_json_not_sse(client: httpx.AsyncClient) -> 
 
 
 async def test_chat_history_the_client_resends_becomes_model_messages(memory: Memory) -> None:
-    from streamkit.testing import ScriptedModel, text
-
     model = ScriptedModel([text("ok")] * 6)
     agent = anchor_agent(None)
     agent.model = model
@@ -343,11 +339,11 @@ async def test_chat_with_memory_sends_only_the_new_turn(client: httpx.AsyncClien
         body = {"id": "chat-m", "messages": history, "trigger": "submit-message",
                 "memory": {"thread": "chat-thread", "resource": "chat-user"}}
         ours = events((await client.post("/chat/demo", json=body)).content)
-        text = "".join(c["delta"] for c in ours if isinstance(c, dict)
-                       and c["type"] == "text-delta")
-        assert text == f"Echo: {said} (turn {turn})"  # turn 2 counts the remembered turn
+        answer = "".join(c["delta"] for c in ours if isinstance(c, dict)
+                         and c["type"] == "text-delta")
+        assert answer == f"Echo: {said} (turn {turn})"  # turn 2 counts the remembered turn
         history.append({"id": f"a{turn}", "role": "assistant",
-                        "parts": [{"type": "text", "text": text}]})
+                        "parts": [{"type": "text", "text": answer}]})
     stored = (await client.get("/api/memory/threads/chat-thread/messages",
                                params={"agentId": "demo"})).json()["messages"]
     assert [m["role"] for m in stored] == ["user", "assistant", "user", "assistant"]
