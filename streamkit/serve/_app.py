@@ -11,11 +11,13 @@ response text either way, and a 404 says what was wrong.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from importlib import resources
 
 import msgspec
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -116,7 +118,7 @@ def _agents_by_id(agents: Agent | Iterable[Agent] | Mapping[str, Agent]) -> dict
 
 def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
                memory: Memory | None = None, heartbeat: float = 15.0,
-               queue_size: int = 32) -> Starlette:
+               queue_size: int = 32, allow_origins: Sequence[str] = ("*",)) -> Starlette:
     """An ASGI app serving ``agents`` to ``@mastra/client-js`` and the AI SDK's ``useChat``.
 
     Routes: ``GET /api/agents``, ``GET /api/agents/{id}``, ``POST /api/agents/{id}/generate``,
@@ -132,6 +134,9 @@ def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
             the one memory the agents share, if they do).
         heartbeat: seconds without a chunk after which a stream sends a ``: heartbeat`` comment.
         queue_size: chunks a stream keeps ready for a slow client before the run waits for it.
+        allow_origins: origins whose pages may call the app (CORS). Default ``("*")``, as
+            Mastra's server answers (``access-control-allow-origin: *``), so a chat UI served
+            from another origin (a dev server) can stream; ``()`` turns CORS off.
 
     Raises:
         UsageError: no agents, two agents with one id, something that is not an ``Agent``, or
@@ -149,6 +154,9 @@ def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
         raise InvalidArgument(f"heartbeat must be a number of seconds > 0, got {heartbeat!r}")
     if isinstance(queue_size, bool) or not isinstance(queue_size, int) or queue_size < 1:
         raise InvalidArgument(f"queue_size must be an int >= 1, got {queue_size!r}")
+    if isinstance(allow_origins, str) or not all(isinstance(o, str) for o in allow_origins):
+        raise InvalidType(f"allow_origins must be a list of origin strings, got "
+                          f"{allow_origins!r}")
     api = MastraAPI(by_id, memory=memory, heartbeat=float(heartbeat), queue_size=queue_size)
     chat = _Chat(by_id, heartbeat=float(heartbeat), queue_size=queue_size)
     page = chat_page()
@@ -156,11 +164,15 @@ def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
     async def index(request: Request) -> Response:
         return HTMLResponse(page)
 
+    middleware = [Middleware(
+        CORSMiddleware, allow_origins=list(allow_origins), allow_methods=["*"],
+        allow_headers=["*"], expose_headers=["Content-Length", "X-Requested-With"])] \
+        if allow_origins else []
     app = Starlette(routes=[
         Route("/", index, methods=["GET"]),
         Route("/chat/{agent_id}", chat.handle, methods=["POST"]),
         Mount("/api", routes=api.routes()),
-    ])
+    ], middleware=middleware)
     app.state.agents = by_id
     app.state.memory = memory
     return app

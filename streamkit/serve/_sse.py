@@ -108,7 +108,13 @@ class EventStream:
         return frame
 
     def ready(self) -> list[bytes] | None:
-        """Frames waiting now (up to ``_BATCH_BYTES``), ``[]`` when none, ``None`` at the end."""
+        """Frames waiting now (up to ``_BATCH_BYTES``), ``[]`` when none, ``None`` at the end.
+
+        Raises:
+            Exception: what the frames raised after the first frame (the frame iterators turn
+                run errors into an in-band error event first, so this is a bug: it is raised
+                for the server to log, and the response is cut short).
+        """
         out: list[bytes] = []
         size = 0
         held = self._held
@@ -121,11 +127,11 @@ class EventStream:
                 except asyncio.QueueEmpty:
                     break
             if item is _END or isinstance(item, Exception):
-                # An exception after the first frame cannot become an HTTP error any more: the
-                # frames' own iterator turns run errors into an in-band error event first.
                 if out:
-                    held.append(_END)  # seen by the next call, after ``out`` is sent
+                    held.append(item)  # seen by the next call, after ``out`` is sent
                     break
+                if isinstance(item, Exception):
+                    raise item
                 return None
             out.append(item)
             size += len(item)

@@ -264,3 +264,20 @@ def test_ui_chunks_are_valid_for_the_ai_sdk_reader(chunks: list[Any]) -> None:
         assert out[-1] == {"type": "error", "errorText": "boom"}
     else:
         assert out[-1] == {"type": "finish", "finishReason": "stop"}
+
+
+async def test_cors_lets_a_page_on_another_origin_stream() -> None:
+    from ._server import running
+
+    origin = {"origin": "http://localhost:3000"}
+    async with running(create_app(agent())) as url, httpx.AsyncClient(base_url=url) as c:
+        preflight = await c.options("/chat/a", headers={
+            **origin, "access-control-request-method": "POST",
+            "access-control-request-headers": "content-type"})
+        listed = await c.get("/api/agents", headers=origin)
+    assert preflight.status_code == 200
+    assert listed.headers["access-control-allow-origin"] == "*"  # as Mastra's server answers
+    async with running(create_app(agent(), allow_origins=())) as url:
+        async with httpx.AsyncClient(base_url=url) as c:
+            closed = await c.get("/api/agents", headers=origin)
+    assert "access-control-allow-origin" not in closed.headers
