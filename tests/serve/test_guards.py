@@ -3,6 +3,7 @@ wire (both protocols) and into memory."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -95,3 +96,35 @@ async def test_a_redacting_stream_hook_runs_as_in_process(route: str, mode: str,
     assert in_process.text == "the [redacted] is out"
     assert "secret" not in wire and "[redacted]" in wire
     assert "secret" not in stored and in_process.text in stored
+
+
+@pytest.mark.parametrize("route", ["mastra", "chat"])
+async def test_a_tripwire_ends_the_stream_and_nothing_is_stored(route: str, mode: str,
+                                                                memory: Memory) -> None:
+    def guard(part: Any, abort: Any) -> Any:
+        if part.type == "text-delta" and "forbidden" in part.payload.text:
+            abort("forbidden word")
+        return part
+
+    class Guard:
+        id = "guard"
+        process_output_stream = staticmethod(as_mode(guard, mode))
+
+    agent = Agent(id="a", model=ScriptedModel([text("this is forbidden talk")]), memory=memory,
+                  output_processors=[Guard()])
+    path, body = _body(route, "t-trip")
+    async with running(create_app(agent)) as url, httpx.AsyncClient(base_url=url) as c:
+        events = [json.loads(line[6:]) for line in (await c.post(path, json=body)).text
+                  .split("\n\n") if line.startswith("data: {")]
+    types = [e["type"] for e in events]
+    if route == "mastra":
+        assert types[-1] == "tripwire" and "finish" not in types
+        assert events[-1]["payload"]["reason"] == "forbidden word"
+        assert events[-1]["payload"]["processorId"] == "guard"
+    else:
+        assert types[-2:] == ["data-tripwire", "finish"]
+        assert events[-2]["data"]["reason"] == "forbidden word"
+        assert events[-1]["finishReason"] == "other"
+    deltas = [e for e in events if e["type"] == "text-delta"]
+    assert deltas and not any("forbidden" in json.dumps(e) for e in deltas)
+    assert await memory.get_thread("t-trip") is None  # a tripped turn is not stored
