@@ -24,7 +24,7 @@ from starlette.routing import Mount, Route
 
 from ..agent import Agent, AgentStream
 from ..chunks import ErrorChunk
-from ..errors import InvalidArgument, InvalidType, MessageError, StreamkitError
+from ..errors import InvalidArgument, InvalidType, StreamkitError
 from ..memory import Memory
 from ._mastra import MastraAPI, error_response
 from ._requests import parse_chat_call, read_json
@@ -86,7 +86,7 @@ class _Chat:
             stream = agent.stream(call.messages, **call.options)
             events = EventStream(ui_frames(stream), queue_size=self.queue_size)
             first = await events.first()
-        except (StreamkitError, MessageError) as exc:
+        except StreamkitError as exc:
             return error_response(exc)
         return SSEResponse(events, first, headers=UI_MESSAGE_STREAM_HEADERS,
                            heartbeat=self.heartbeat)
