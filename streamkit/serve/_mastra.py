@@ -16,13 +16,14 @@ Decisions where Mastra is silent or streamkit differs:
 * Memory routes use the memory of the agent named by ``agentId``; without ``agentId`` the app's
   ``memory`` (``create_app(memory=...)``), else the one memory all agents share. A thread that
   does not exist is ``404 {"error": "Thread X not found"}``.
-* ``generate`` runs to the end even when the client leaves (its answer is one JSON document);
-  ``stream`` stops the run when the client leaves (``_sse``).
+* A client that leaves ends the run on ``generate`` too (answered ``499`` to nobody), as on
+  ``stream`` (``_sse``): an abandoned turn is not stored.
 * ``rememberedMessages`` is what memory recalls for the turn, read before the run.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -48,7 +49,7 @@ from ..memory import Memory, Thread
 from ..messages import Message, format_timestamp, message_to_dict, to_core
 from ..wire import encode, to_builtins
 from ._requests import Call, issues_of, parse_agent_call, read_json
-from ._sse import DONE, SSE_HEADERS, EventStream, SSEResponse
+from ._sse import CLOSE_TIMEOUT, DONE, SSE_HEADERS, EventStream, SSEResponse
 
 __all__ = ["MastraAPI", "agent_json", "thread_json", "message_json", "error_response",
            "mastra_frames", "sse_frame"]
@@ -286,21 +287,23 @@ class MastraAPI:
         if isinstance(called, Response):
             return called
         agent, call = called
+        # The run goes in a task of its own so that a client that leaves ends it (as on the
+        # stream route): nothing of an abandoned turn is stored.
+        run = asyncio.create_task(_generate(agent, call))
+        gone = asyncio.create_task(_disconnect(request))
         try:
-            remembered = await _recall(agent, call)
-            stream = agent.stream(call.messages, **call.options)
-            steps: list[dict[str, list[Any]]] = []
-            async for chunk in stream:
-                if chunk.__class__ is StepStart:
-                    steps.append({"calls": [], "results": []})
-                elif steps and chunk.__class__ is ToolCall:
-                    steps[-1]["calls"].append(to_builtins(chunk))
-                elif steps and chunk.__class__ in (ToolResult, ToolErrorChunk):
-                    steps[-1]["results"].append(to_builtins(chunk))
-            result = await stream.result()
+            await asyncio.wait({run, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+            if not run.done():
+                run.cancel()
+                await asyncio.wait({run}, timeout=CLOSE_TIMEOUT)
+        if run.cancelled():
+            return Response(status_code=499)  # nobody is listening; nginx's "client closed"
+        try:
+            return JSONResponse(run.result())
         except StreamkitError as exc:
             return error_response(exc)
-        return JSONResponse(output_json(agent, result, steps, call.messages, remembered))
 
     async def stream(self, request: Request) -> Response:
         called = await self._call(request)
@@ -415,6 +418,28 @@ def _paging(request: Request, *, default_per_page: int) -> tuple[int, int]:
         raise InvalidArgument("page must be >= 0 and perPage >= 1", field="page",
                               issue="expected page >= 0 and perPage >= 1")
     return page, per_page
+
+
+async def _generate(agent: Agent, call: Call) -> dict[str, Any]:
+    """Run ``call`` to the end; Mastra's full output (the tool chunks collected per step)."""
+    remembered = await _recall(agent, call)
+    stream = agent.stream(call.messages, **call.options)
+    steps: list[dict[str, list[Any]]] = []
+    async for chunk in stream:
+        if chunk.__class__ is StepStart:
+            steps.append({"calls": [], "results": []})
+        elif steps and chunk.__class__ is ToolCall:
+            steps[-1]["calls"].append(to_builtins(chunk))
+        elif steps and chunk.__class__ in (ToolResult, ToolErrorChunk):
+            steps[-1]["results"].append(to_builtins(chunk))
+    result = await stream.result()
+    return output_json(agent, result, steps, call.messages, remembered)
+
+
+async def _disconnect(request: Request) -> None:
+    """Returns when the client has gone (the body is read, so only a disconnect is left)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 async def _recall(agent: Agent, call: Call) -> list[Message]:

@@ -34,7 +34,7 @@ from typing import Any
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-__all__ = ["EventStream", "SSEResponse", "HEARTBEAT", "DONE", "SSE_HEADERS"]
+__all__ = ["EventStream", "SSEResponse", "HEARTBEAT", "DONE", "SSE_HEADERS", "CLOSE_TIMEOUT"]
 
 #: The comment sent while nothing else is (``chatRoute``'s ``heartbeatMs`` sends the same).
 HEARTBEAT = b": heartbeat\n\n"
@@ -50,7 +50,7 @@ SSE_HEADERS = {
 
 _END = object()
 #: Longest wait for a cancelled run to finish closing (its model stream, its tools).
-_CLOSE_TIMEOUT = 10.0
+CLOSE_TIMEOUT = 10.0
 #: Most bytes joined into one ``send``.
 _BATCH_BYTES = 64 * 1024
 
@@ -183,7 +183,7 @@ class EventStream:
                 task.exception()  # retrieved: nothing is left for the loop to warn about
             return
         task.cancel()
-        await asyncio.wait({task}, timeout=_CLOSE_TIMEOUT)
+        await asyncio.wait({task}, timeout=CLOSE_TIMEOUT)
 
 
 class SSEResponse(Response):

@@ -51,6 +51,7 @@ class TextModel:
         self.piece = "x" * (size - 1) + " "
         self.hold_at = hold_at
         self.release = asyncio.Event()
+        self.held = asyncio.Event()  # set when the model starts waiting for ``release``
         self.produced = 0
         self.closed = asyncio.Event()
         self.finished = False
@@ -66,6 +67,7 @@ class TextModel:
                 self.produced += 1
                 yield TextDelta(id="t1", text=self.piece, run_id=rid, from_="AGENT")
                 if i == self.hold_at:
+                    self.held.set()
                     await self.release.wait()
             yield TextEnd(id="t1", run_id=rid, from_="AGENT")
             yield Finish(payload=FinishPayload(
@@ -110,6 +112,24 @@ async def test_a_client_that_disconnects_mid_stream_ends_the_run(route: str,
         await asyncio.wait_for(model.closed.wait(), WAIT)  # the model's stream was closed
     assert not model.finished and model.produced == 4
     assert await memory.get_thread("t1") is None  # nothing of the turn was stored
+
+
+async def test_a_client_that_leaves_a_generate_ends_the_run(memory: Memory) -> None:
+    model = TextModel(10, hold_at=3)
+    agent = Agent(id="a", model=model, memory=memory)
+    body = json.dumps({"messages": "go", "memory": {"thread": "t1", "resource": "u1"}}).encode()
+    async with running(create_app(agent)) as url:
+        host, port = url.removeprefix("http://").split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(b"POST /api/agents/a/generate HTTP/1.1\r\nhost: x\r\ncontent-type: "
+                     b"application/json\r\ncontent-length: " + str(len(body)).encode() +
+                     b"\r\n\r\n" + body)
+        await writer.drain()
+        await asyncio.wait_for(model.held.wait(), WAIT)  # the run is inside the model now
+        writer.close()  # the client leaves before the answer
+        await asyncio.wait_for(model.closed.wait(), WAIT)
+    assert not model.finished
+    assert await memory.get_thread("t1") is None
 
 
 @pytest.mark.parametrize("route", ROUTES)
