@@ -7,6 +7,8 @@ Usage::
     python -m benchmarks --json out.json      # also write the results as JSON
     python -m benchmarks --only runner agent  # some sections (or groups whose title matches)
     python -m benchmarks --compare a.json b.json   # two saved runs side by side
+    python -m benchmarks --serve              # also the serving load test (benchmarks.serve_load)
+    python -m benchmarks --only serve --serve # the serving load test alone
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import time
 from pathlib import Path
 from typing import IO, Any, Sequence
 
+from . import serve_load
 from .harness import Result, run_groups
 from .report import check_targets, format_compare, format_table, format_targets, load, machine, \
     save
@@ -56,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-long-memory", action="store_true",
                         help="skip tracing the memory of the 1M-chunk agent.stream row (~20 s)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument("--serve", action="store_true",
+                        help="also run the serving load test: 200 SSE streams x 1,000 chunks "
+                             "through the app on uvicorn, beside the same without HTTP (~15 s)")
     parser.add_argument("--compare", nargs=2, metavar=("A", "B"),
                         help="compare two --json files instead of running")
     return parser
@@ -76,8 +82,17 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None,
         sizes = sizes.with_repeat(args.repeat)
     if args.no_long_memory:
         sizes = sizes.without_long_memory()
+    serve_rows: list[dict[str, Any]] = []
+    if args.serve:
+        streams, chunks = (200, 1000) if mode == "full" else (20, 100)
+        serve_rows = serve_load.run(streams, chunks)
+        print(serve_load.format_table(serve_rows) + "\n", file=out)
+        if args.only == ["serve"]:
+            return 0
     results, info = run(sizes, only=args.only, progress=not args.no_progress, stderr=stderr,
                         mode=mode)
+    if serve_rows:
+        info["serve"] = serve_rows
     print(format_table(results, info), file=out)
     targets = format_targets(check_targets(results))
     if targets:

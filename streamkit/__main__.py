@@ -1,4 +1,5 @@
 """Command line: ``python -m streamkit demo [--model ID] [--base-url URL] [--question TEXT]``,
+``python -m streamkit serve [TARGET ...] [--demo] [--host H] [--port P]`` (the ``serve`` extra),
 ``python -m streamkit replay SOURCE ... --pipeline module:attribute [--ray [ADDR]] [--json OUT]``
 (``streamkit.replay._cli``)."""
 
@@ -23,10 +24,22 @@ def main(argv: list[str] | None = None) -> int:
                                       "openai-compatible/<model> (default: built-in scripted)")
     demo.add_argument("--base-url", help="base URL for openai-compatible models")
     demo.add_argument("--question", default="Where is my order? I'm customer C-42.")
+    serve = sub.add_parser("serve", help="serve agents over HTTP to Mastra and AI SDK clients")
+    serve.add_argument("targets", nargs="*", metavar="TARGET",
+                       help="module:attribute naming an Agent, or a list or dict of agents")
+    serve.add_argument("--demo", action="store_true", help="serve the demo agent (id support)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000, help="0 picks a free port")
+    serve.add_argument("--memory", default="streamkit-demo.sqlite3", metavar="PATH",
+                       help="the demo agent's SQLite memory (default: %(default)s)")
+    serve.add_argument("--heartbeat", type=float, default=15.0, metavar="SECONDS",
+                       help="seconds of silence before a stream sends a heartbeat comment")
     replay_cli.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "replay":
         return replay_cli.run(args)
+    if args.command == "serve":
+        return _serve(args)
     try:
         model = None
         if args.model:
@@ -37,6 +50,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nerror: {exc}", file=sys.stderr)
         return 1
     return 0 if result.error is None else 1
+
+
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        from .serve import serve
+    except ImportError as exc:
+        print(f"error: serving needs the serve extra (pip install 'streamkit[serve]'): {exc}",
+              file=sys.stderr)
+        return 2
+    try:
+        return serve(args.targets, demo=args.demo, host=args.host, port=args.port,
+                     memory_path=args.memory, heartbeat=args.heartbeat)
+    except StreamkitError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -1,5 +1,10 @@
 """The main job: a support agent whose stream is guarded and shaped by processors.
 
+``python -m streamkit serve --demo`` serves the same agent over HTTP (``build_serve_agent``): a
+model built from each request (``demo_model``), so it answers any number of requests — the
+order question with the lookup tool (which reports progress as a ``data-progress`` chunk), any
+other prompt with text that shows what the thread remembers.
+
 ``python -m streamkit demo`` runs it on the built-in scripted model (no keys, no network):
 the model looks a customer up with a tool, a processor redacts PII in the tool result before the
 model sees it, a stream filter drops reasoning chunks, a word counter counts what the user gets;
@@ -12,17 +17,25 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Any, TextIO
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .agent import Agent
 from .chunks import ErrorChunk, TextDelta, ToolCall, ToolResult, TripwireChunk
 from .errors import ToolError
 from .messages import ToolInvocationPart
+from .models import ModelRequest
 from .processors import Processor
-from .testing import ScriptedModel, reasoning, text, tool_call
+from .testing import FunctionModel, ScriptedModel, reasoning, text, tool_call
 from .tools import tool
 
-__all__ = ["build_agent", "run_demo"]
+if TYPE_CHECKING:
+    from .memory import Memory
+
+__all__ = ["build_agent", "run_demo", "build_serve_agent", "demo_model", "QUESTION"]
+
+#: The question the demo is built around.
+QUESTION = "Where is my order? I'm customer C-42."
 
 CUSTOMERS = {
     "C-42": {"customer_id": "C-42", "name": "Ada Lovelace", "email": "ada@example.com",
@@ -35,8 +48,11 @@ PHONE = re.compile(r"\+?\d[\d ()-]{7,}\d")
 
 
 @tool
-def lookup_customer(customer_id: str) -> dict[str, Any]:
+def lookup_customer(customer_id: str, writer: Any = None) -> dict[str, Any]:
     """Look up a customer record by id (name, contact details, tier, open tickets, last order)."""
+    if writer is not None:  # a client sees progress while the tool runs
+        writer.custom({"type": "data-progress",
+                       "data": {"pct": 50, "message": f"Looking up {customer_id}"}})
     record = CUSTOMERS.get(customer_id)
     if record is None:
         raise ToolError(f"no customer {customer_id!r}; known ids: {', '.join(CUSTOMERS)}",
@@ -115,6 +131,76 @@ def build_agent(model: Any = None) -> Agent:
         max_steps=4)
 
 
+CUSTOMER_ID = re.compile(r"\bC-\d+\b")
+
+
+def _text_of(content: Any) -> str:
+    """The text of a provider-shaped message's content (a string or a list of parts)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content
+                       if isinstance(p, dict) and p.get("type") == "text")
+    return ""
+
+
+def _answer(prompt: list[dict[str, Any]]) -> Any:
+    """The demo model's step for ``prompt``: see ``demo_model``."""
+    turns = [m for m in prompt if m.get("role") != "system"]
+    last = turns[-1] if turns else {"role": "user", "content": ""}
+    if last.get("role") == "tool":
+        content = last.get("content")
+        outcome: dict[str, Any] = content[0] if isinstance(content, list) else {}
+        record = outcome.get("result")
+        if outcome.get("isError") or not isinstance(record, dict):
+            return text(f"Sorry, I could not find that customer: {record}")
+        first = str(record.get("name", "there")).split()[0]
+        return text(f"Hi {first}! Your order {record.get('last_order', '(none on file)')}. "
+                    f"I can also see {record.get('open_tickets', 0)} open tickets on your "
+                    f"{record.get('tier', '')} account; reply here if you want me to chase "
+                    f"them.")
+    said = _text_of(last.get("content"))
+    customer = CUSTOMER_ID.search(said)
+    if customer is not None:
+        return [reasoning("The customer asks about an order; look the account up first."),
+                tool_call("lookup_customer", {"customer_id": customer.group(0)})]
+    earlier = [_text_of(m.get("content")) for m in turns[:-1] if m.get("role") == "user"]
+    lookups = sum(1 for m in turns if m.get("role") == "tool")
+    reply = f"You said: \u201c{said.strip()}\u201d."
+    if earlier:
+        reply += (f" Earlier in this thread you said {len(earlier)} thing(s), first: "
+                  f"\u201c{earlier[0].strip()}\u201d.")
+    if lookups:
+        reply += f" I looked up {lookups} customer record(s) for you in this thread."
+    return text(reply + f' Ask me "{QUESTION}" to see a tool call.')
+
+
+class _ServedModel(FunctionModel):
+    """A ``FunctionModel`` that keeps no request log: a server answers requests forever."""
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+        self.calls += 1
+        return self._run(request)
+
+
+def demo_model() -> FunctionModel:
+    """The served demo's model (no network): a message naming a customer id (``C-42``) gets
+    reasoning and a ``lookup_customer`` call, the tool's result gets the answer, and any other
+    prompt gets text that repeats it and says what the thread remembers (earlier user
+    messages, customer lookups) — so memory and resent chat history are visible."""
+    return _ServedModel(lambda request: _answer(request.prompt), model_id="demo-support")
+
+
+def build_serve_agent(memory: Memory | None = None) -> Agent:
+    """The demo agent as ``python -m streamkit serve --demo`` serves it (id ``support``)."""
+    return Agent(
+        id="support", name="Support",
+        instructions="You are a concise support agent. Look customers up before answering.",
+        model=demo_model(), tools=[lookup_customer],
+        output_processors=[RedactToolPII(), HideReasoning(), WordCounter()],
+        max_steps=4, memory=memory)
+
+
 def _table(rows: list[list[str]], headers: list[str]) -> str:
     widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
     line = "  ".join("-" * w for w in widths)
@@ -122,7 +208,7 @@ def _table(rows: list[list[str]], headers: list[str]) -> str:
     return "\n".join([fmt.format(*headers), line, *(fmt.format(*map(str, r)) for r in rows)])
 
 
-async def run_demo(model: Any = None, *, question: str = "Where is my order? I'm customer C-42.",
+async def run_demo(model: Any = None, *, question: str = QUESTION,
                    out: TextIO = sys.stdout) -> Any:
     """Stream the demo agent's answer to ``out``, then print the processor table.
     Returns the ``AgentResult``."""

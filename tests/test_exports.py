@@ -86,6 +86,7 @@ INTENDED: dict[str, set[str]] = {
         "DEFAULT_ENCODING",
     },
     "streamkit.memory": {"Memory", "SQLiteStore", "PostgresStore", "MessageStore", "Thread"},
+    "streamkit.serve": {"create_app", "serve", "load_target", "UIMessageStream"},
     "streamkit.models": {
         "Model", "ModelRequest", "ToolSpec", "ScriptedModel", "FunctionModel", "text",
         "tool_call", "reasoning", "api_error", "resolve_model", "complete", "OpenAIChatModel",

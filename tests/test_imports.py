@@ -37,6 +37,9 @@ FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("streamkit/models/_base.py", "streamkit.models._router"):
         "heavy: the router imports the HTTP providers and httpx (a slow import); only a router id "
         "string needs them",
+    ("streamkit/__main__.py", "streamkit.serve"):
+        "optional: Starlette and uvicorn come with the serve extra; `python -m streamkit demo` "
+        "works without them",
     ("streamkit/tokens.py", "tiktoken"):
         "heavy: `import streamkit` imports tokens; tiktoken's native extension loads on first "
         "count",

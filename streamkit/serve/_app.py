@@ -1,0 +1,179 @@
+"""``create_app``: one ASGI app (Starlette) serving agents to Mastra and AI SDK clients.
+
+What belongs here: assembling the app — the Mastra routes under ``/api`` (``_mastra``), the AI
+SDK chat route ``POST /chat/{agent_id}`` (framing ``_ui_stream``'s chunks), the chat page at
+``/`` — and checking what ``create_app`` is given. What does not: the command line (``_cli``).
+
+Decision: an unknown agent on the chat route is ``404 {"error": "Agent with id X not found"}``
+(Mastra's ``chatRoute`` answers ``500 Internal Server Error``); the AI SDK transport throws the
+response text either way, and a 404 says what was wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from importlib import resources
+
+import msgspec
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+
+from ..agent import Agent, AgentStream
+from ..chunks import ErrorChunk
+from ..errors import InvalidArgument, InvalidType, StreamkitError
+from ..memory import Memory
+from ._mastra import MastraAPI, error_response
+from ._requests import parse_chat_call, read_json
+from ._sse import DONE, EventStream, SSEResponse
+from ._ui_stream import UI_MESSAGE_STREAM_HEADERS, UIMessageStream
+
+__all__ = ["create_app", "ui_frames", "chat_page"]
+
+_encode = msgspec.json.Encoder().encode
+
+
+async def ui_frames(stream: AgentStream) -> AsyncIterator[bytes]:
+    """The chat route's body: each UI chunk as ``data: <JSON>\\n\\n``, then ``data: [DONE]``.
+
+    A run that fails before it started raises its error (the route answers JSON), as in
+    ``_mastra.mastra_frames``; one raised later becomes a UI ``error`` chunk.
+    """
+    ui = UIMessageStream()
+    sent = False
+    try:
+        async for chunk in stream:
+            if not sent and isinstance(chunk, ErrorChunk):
+                await stream.result()  # a run that failed before it started: raises why
+            for part in ui.convert(chunk):
+                yield b"data: " + _encode(part) + b"\n\n"
+                sent = True
+    except StreamkitError as exc:
+        if not sent:
+            raise
+        yield b"data: " + _encode({"type": "error", "errorText": str(exc)}) + b"\n\n"
+    finally:
+        await stream.aclose()
+    for part in ui.close():
+        yield b"data: " + _encode(part) + b"\n\n"
+    yield DONE
+
+
+def chat_page() -> str:
+    """The chat page's HTML (plain HTML and JS, no build step)."""
+    return resources.files(__package__).joinpath("page.html").read_text(encoding="utf-8")
+
+
+class _Chat:
+    """``POST /chat/{agent_id}``: the AI SDK v5 UI message stream."""
+
+    def __init__(self, agents: Mapping[str, Agent], *, heartbeat: float,
+                 queue_size: int) -> None:
+        self.agents = agents
+        self.heartbeat = heartbeat
+        self.queue_size = queue_size
+
+    async def handle(self, request: Request) -> Response:
+        agent_id = request.path_params["agent_id"]
+        agent = self.agents.get(agent_id)
+        if agent is None:
+            return JSONResponse({"error": f"Agent with id {agent_id} not found"}, 404)
+        try:
+            call = parse_chat_call(read_json(await request.body()))
+            stream = agent.stream(call.messages, **call.options)
+            events = EventStream(ui_frames(stream), queue_size=self.queue_size)
+            first = await events.first()
+        except StreamkitError as exc:
+            return error_response(exc)
+        return SSEResponse(events, first, headers=UI_MESSAGE_STREAM_HEADERS,
+                           heartbeat=self.heartbeat)
+
+
+def _agents_by_id(agents: Agent | Iterable[Agent] | Mapping[str, Agent]) -> dict[str, Agent]:
+    if isinstance(agents, Agent):
+        items: list[Agent] = [agents]
+    elif isinstance(agents, Mapping):
+        items = list(agents.values())
+    elif isinstance(agents, Iterable) and not isinstance(agents, (str, bytes)):
+        items = list(agents)
+    else:
+        raise InvalidType(f"create_app() takes an Agent, a list of agents or a dict of them, "
+                          f"got {type(agents).__name__}")
+    out: dict[str, Agent] = {}
+    for agent in items:
+        if not isinstance(agent, Agent):
+            raise InvalidType(f"create_app() serves streamkit Agents, got "
+                              f"{type(agent).__name__}: {agent!r:.60}")
+        if agent.id in out:
+            raise InvalidArgument(f"two agents have the id {agent.id!r}; ids name the routes "
+                                  f"(/api/agents/<id>), so they must be unique")
+        out[agent.id] = agent
+    if not out:
+        raise InvalidArgument("create_app() needs at least one agent")
+    return out
+
+
+def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
+               memory: Memory | None = None, heartbeat: float = 15.0,
+               queue_size: int = 32, allow_origins: Sequence[str] = ("*",)) -> Starlette:
+    """An ASGI app serving ``agents`` to ``@mastra/client-js`` and the AI SDK's ``useChat``.
+
+    Routes: ``GET /api/agents``, ``GET /api/agents/{id}``, ``POST /api/agents/{id}/generate``,
+    ``POST /api/agents/{id}/stream`` (SSE of Mastra chunks), the memory routes
+    (``GET/POST /api/memory/threads``, ``GET /api/memory/threads/{id}``,
+    ``GET /api/memory/threads/{id}/messages``), ``POST /chat/{id}`` (the AI SDK v5 UI message
+    stream) and ``GET /`` (a chat page). Processors run exactly as in-process: what the agent's
+    processors let out is what goes on the wire and into memory.
+
+    Args:
+        agents: an ``Agent``, a list of agents, or a dict of them (their ids name the routes).
+        memory: the memory the memory routes use when a request names no ``agentId`` (default:
+            the one memory the agents share, if they do).
+        heartbeat: seconds without a chunk after which a stream sends a ``: heartbeat`` comment.
+        queue_size: chunks a stream keeps ready for a slow client before the run waits for it.
+        allow_origins: origins whose pages may call the app (CORS). Default ``("*")``, as
+            Mastra's server answers (``access-control-allow-origin: *``), so a chat UI served
+            from another origin (a dev server) can stream; ``()`` turns CORS off.
+
+    Raises:
+        UsageError: no agents, two agents with one id, something that is not an ``Agent``, or
+            a bad ``heartbeat``/``queue_size``.
+
+    Example:
+        >>> app = create_app([support_agent], memory=memory)
+        >>> uvicorn.run(app, host="127.0.0.1", port=8000)   # or: python -m streamkit serve
+    """
+    by_id = _agents_by_id(agents)
+    if memory is not None and not isinstance(memory, Memory):
+        raise InvalidType(f"memory must be a streamkit Memory or None, got "
+                          f"{type(memory).__name__}")
+    if isinstance(heartbeat, bool) or not isinstance(heartbeat, (int, float)) or heartbeat <= 0:
+        raise InvalidArgument(f"heartbeat must be a number of seconds > 0, got {heartbeat!r}")
+    if isinstance(queue_size, bool) or not isinstance(queue_size, int) or queue_size < 1:
+        raise InvalidArgument(f"queue_size must be an int >= 1, got {queue_size!r}")
+    if isinstance(allow_origins, str) or not all(isinstance(o, str) for o in allow_origins):
+        raise InvalidType(f"allow_origins must be a list of origin strings, got "
+                          f"{allow_origins!r}")
+    api = MastraAPI(by_id, memory=memory, heartbeat=float(heartbeat), queue_size=queue_size)
+    chat = _Chat(by_id, heartbeat=float(heartbeat), queue_size=queue_size)
+    page = chat_page()
+
+    async def index(request: Request) -> Response:
+        return HTMLResponse(page)
+
+    middleware = [Middleware(
+        CORSMiddleware, allow_origins=list(allow_origins), allow_methods=["*"],
+        allow_headers=["*"], expose_headers=["Content-Length", "X-Requested-With"])] \
+        if allow_origins else []
+    app = Starlette(routes=[
+        Route("/", index, methods=["GET"]),
+        Route("/chat/{agent_id}", chat.handle, methods=["POST"]),
+        Mount("/api", routes=api.routes()),
+    ], middleware=middleware)
+    app.state.agents = by_id
+    app.state.memory = memory
+    return app
+

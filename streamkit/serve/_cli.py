@@ -1,0 +1,115 @@
+"""``python -m streamkit serve [TARGET ...] [--demo] [--host H] [--port P]``: serve agents with
+uvicorn.
+
+What belongs here: loading ``module:attribute`` targets, building the demo's memory, running
+uvicorn on a socket bound here (so ``--port 0`` can print the port it got). What does not: the
+app (``_app``); argument parsing lives in ``streamkit.__main__`` with the other commands.
+
+A TARGET names an ``Agent``, a list or tuple of agents, or a dict of them. ``--demo`` adds the
+demo support agent (id ``support``) with memory in SQLite (``--memory PATH``, default
+``streamkit-demo.sqlite3`` in the working directory; ``:memory:`` keeps nothing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import socket
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+import uvicorn
+
+from .._demo import build_serve_agent
+from ..agent import Agent
+from ..errors import InvalidArgument, InvalidType
+from ..memory import Memory, SQLiteStore
+from ._app import create_app
+
+__all__ = ["load_target", "serve"]
+
+
+def load_target(target: str) -> list[Agent]:
+    """The agents ``module:attribute`` names.
+
+    Raises:
+        InvalidArgument: not ``module:attribute``, or the module or attribute does not exist.
+        InvalidType: the attribute is not an ``Agent`` (or a list/dict of them).
+
+    Example:
+        >>> [a.id for a in load_target("myapp.agents:support")]
+        ['support']
+    """
+    module_name, sep, attribute = target.partition(":")
+    if not sep or not module_name or not attribute:
+        raise InvalidArgument(f"serve target {target!r} must be module:attribute, e.g. "
+                              f"myapp.agents:support")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise InvalidArgument(f"serve target {target!r}: cannot import {module_name!r}: "
+                              f"{exc}") from exc
+    value: Any = module
+    for name in attribute.split("."):
+        if not hasattr(value, name):
+            raise InvalidArgument(f"serve target {target!r}: {module_name!r} has no "
+                                  f"attribute {attribute!r}")
+        value = getattr(value, name)
+    items = list(value.values()) if isinstance(value, dict) else \
+        list(value) if isinstance(value, (list, tuple)) else [value]
+    for item in items:
+        if not isinstance(item, Agent):
+            raise InvalidType(f"serve target {target!r} is a {type(item).__name__}; expected "
+                              f"an Agent, or a list or dict of agents")
+    return items
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise InvalidArgument(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+    return sock
+
+
+def serve(targets: Sequence[str], *, demo: bool = False, host: str = "127.0.0.1",
+          port: int = 8000, memory_path: str = "streamkit-demo.sqlite3",
+          heartbeat: float = 15.0, out: TextIO = sys.stdout) -> int:
+    """Serve the agents of ``targets`` (and the demo agent with ``demo``) until interrupted.
+
+    Prints ``streamkit serve: http://HOST:PORT (agents: ...)`` once listening (the real port
+    when ``port`` is 0). Returns the exit status.
+
+    Raises:
+        UsageError: no target and no ``demo``, a bad target, a port that cannot be bound.
+    """
+    agents = [agent for target in targets for agent in load_target(target)]
+    memory: Memory | None = None
+    if demo:
+        memory = Memory(SQLiteStore(memory_path), last_messages=20)
+        agents.append(build_serve_agent(memory))
+    if not agents:
+        raise InvalidArgument("nothing to serve: give module:attribute targets or --demo")
+    app = create_app(agents, memory=memory, heartbeat=heartbeat)
+    sock = _bind(host, port)
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=5)
+    server = uvicorn.Server(config)
+    out.write(f"streamkit serve: http://{shown}:{bound} (agents: "
+              f"{', '.join(a.id for a in agents)})\n")
+    out.flush()
+    try:
+        asyncio.run(server.serve(sockets=[sock]))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+        if memory is not None:
+            asyncio.run(memory.close())
+    return 0

@@ -1,0 +1,248 @@
+"""Server-sent events over ASGI, with backpressure, heartbeats and disconnects.
+
+What belongs here: ``EventStream`` — one response's frames, produced by their own task into a
+small bounded buffer — and ``SSEResponse``, the ASGI response that sends them. What does not:
+what the frames say (``_mastra``, ``_ui_stream``), routing (``_app``).
+
+Why a producer task and a bounded buffer:
+
+* **Backpressure.** The producer (the agent run, framed) waits when the buffer is full, and the
+  buffer empties only as fast as ``send`` returns — which uvicorn holds back while the socket's
+  write buffer is full. A client that reads slowly slows the run down (the model stream is
+  pulled no faster than the client reads) instead of making the server buffer the whole answer.
+* **Heartbeats.** While no frame arrives for ``heartbeat`` seconds (a tool that runs long) the
+  response sends an SSE comment, ``: heartbeat``, which keeps proxies from closing an idle
+  connection. Both clients skip comments (``serving.md``: client-js keeps only pieces that
+  start with ``data: ``; the AI SDK parses SSE).
+* **Disconnects.** A task listens for ``http.disconnect``; when the client goes away the
+  producer is cancelled, which closes the agent's stream and with it the model's request. A run
+  ended that way never reaches its ``finish`` node, so nothing of the turn is stored.
+* One task runs the whole agent stream, so context variables set inside the run (tracing
+  spans) stay in one context from start to end.
+
+Frames already waiting are sent together in one ``send`` (fewer writes under load).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+__all__ = ["EventStream", "SSEResponse", "HEARTBEAT", "DONE", "SSE_HEADERS", "CLOSE_TIMEOUT"]
+
+#: The comment sent while nothing else is (``chatRoute``'s ``heartbeatMs`` sends the same).
+HEARTBEAT = b": heartbeat\n\n"
+#: The last event of both protocols.
+DONE = b"data: [DONE]\n\n"
+#: Mastra's stream headers (``serving.md`` §1).
+SSE_HEADERS = {
+    "content-type": "text/event-stream",
+    "cache-control": "no-cache",
+    "connection": "keep-alive",
+    "x-accel-buffering": "no",
+}
+
+_END = object()
+#: Longest wait for a cancelled run to finish closing (its model stream, its tools).
+CLOSE_TIMEOUT = 10.0
+#: Most bytes joined into one ``send``.
+_BATCH_BYTES = 64 * 1024
+
+
+class EventStream:
+    """The frames of one response, produced by their own task into a bounded buffer.
+
+    Args:
+        frames: an async iterator of SSE frames (bytes); closed when the stream ends or is
+            cancelled.
+        queue_size: frames that may wait for the client; beyond that the producer waits.
+
+    ``await first()`` starts the producer and returns the first frame, or raises what the
+    producer raised before it (so a route can still answer with a JSON error: nothing has been
+    sent yet). Then ``SSEResponse`` sends the rest.
+
+    The buffer is a ``deque`` and two futures, not an ``asyncio.Queue``: the producer appends
+    without awaiting until the buffer is full, the consumer takes everything waiting at once;
+    a queue's ``put``/``get`` per frame cost more than framing the chunk (measured under the
+    load test).
+    """
+
+    def __init__(self, frames: AsyncIterator[bytes], *, queue_size: int = 32) -> None:
+        self._frames = frames
+        self._size = queue_size
+        self._buffer: deque[Any] = deque()
+        self._room: asyncio.Future[None] | None = None  # the producer waits on it when full
+        self._arrived: asyncio.Future[None] | None = None  # the consumer waits on it when empty
+        self._task: asyncio.Task[None] | None = None
+
+    def _push(self, item: Any) -> None:
+        self._buffer.append(item)
+        arrived = self._arrived
+        if arrived is not None and not arrived.done():
+            arrived.set_result(None)
+
+    async def _produce(self) -> None:
+        buffer, size = self._buffer, self._size
+        loop = asyncio.get_running_loop()
+        try:
+            async for frame in self._frames:
+                self._push(frame)
+                if len(buffer) >= size:
+                    self._room = loop.create_future()
+                    await self._room
+            self._push(_END)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - handed to the consumer, raised there
+            self._push(exc)
+        finally:
+            closer = getattr(self._frames, "aclose", None)
+            if closer is not None:
+                await closer()
+
+    def _take(self) -> Any:
+        item = self._buffer.popleft()
+        room = self._room
+        if room is not None and not room.done() and len(self._buffer) < self._size:
+            room.set_result(None)
+        return item
+
+    async def first(self) -> bytes:
+        """Start producing; the first frame.
+
+        Raises:
+            Exception: what the frames raised before the first frame (the producer is done).
+        """
+        self._task = asyncio.create_task(self._produce())
+        try:
+            if not self._buffer:
+                self._arrived = asyncio.get_running_loop().create_future()
+                await self._arrived
+        except BaseException:
+            await self.cancel()
+            raise
+        item = self._take()
+        if isinstance(item, Exception):
+            await self.cancel()
+            raise item
+        if item is _END:
+            self._buffer.appendleft(_END)
+            return b""
+        frame: bytes = item
+        return frame
+
+    def ready(self) -> list[bytes] | None:
+        """Frames waiting now (up to ``_BATCH_BYTES``), ``[]`` when none, ``None`` at the end.
+
+        Raises:
+            Exception: what the frames raised after the first frame (the frame iterators turn
+                run errors into an in-band error event first, so this is a bug: it is raised
+                for the server to log, and the response is cut short).
+        """
+        out: list[bytes] = []
+        size = 0
+        buffer = self._buffer
+        while buffer and size < _BATCH_BYTES:
+            item = buffer[0]
+            if item is _END or isinstance(item, Exception):
+                if out:
+                    break  # sent first; the end is seen by the next call
+                buffer.popleft()
+                if isinstance(item, Exception):
+                    raise item
+                buffer.appendleft(_END)  # the end stays the end
+                return None
+            out.append(self._take())
+            size += len(item)
+        return out
+
+    async def wait(self, timeout: float, disconnected: asyncio.Future[None]) -> bool:
+        """Wait until a frame is ready (``True``), ``timeout`` passes, or the client is gone
+        (``False`` for both)."""
+        if self._buffer:
+            return True
+        arrived = self._arrived = asyncio.get_running_loop().create_future()
+        await asyncio.wait({arrived, disconnected}, timeout=timeout,
+                           return_when=asyncio.FIRST_COMPLETED)
+        self._arrived = None
+        if not arrived.done():
+            arrived.cancel()
+        return bool(self._buffer)
+
+    async def cancel(self) -> None:
+        """Stop the producer (and with it the run); waits, bounded, until it has closed."""
+        task = self._task
+        if task is None or task.done():
+            if task is not None and not task.cancelled():
+                task.exception()  # retrieved: nothing is left for the loop to warn about
+            return
+        task.cancel()
+        await asyncio.wait({task}, timeout=CLOSE_TIMEOUT)
+
+
+class SSEResponse(Response):
+    """An ASGI response sending an ``EventStream`` (see the module docstring).
+
+    Args:
+        events: the stream (``first()`` already awaited).
+        first: its first frame.
+        headers: the response headers.
+        heartbeat: seconds of silence before a ``: heartbeat`` comment is sent.
+    """
+
+    def __init__(self, events: EventStream, first: bytes, *, headers: Mapping[str, str],
+                 heartbeat: float) -> None:
+        # Not ``super().__init__``: with no body it would declare ``content-length: 0``.
+        self.status_code = 200
+        self.background = None
+        self.init_headers(dict(headers))
+        self._events = events
+        self._first = first
+        self._heartbeat = heartbeat
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        loop = asyncio.get_running_loop()
+        disconnected: asyncio.Future[None] = loop.create_future()
+
+        async def listen() -> None:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    if not disconnected.done():
+                        disconnected.set_result(None)
+                    return
+
+        listener = asyncio.create_task(listen())
+        events = self._events
+        try:
+            await send({"type": "http.response.start", "status": self.status_code,
+                        "headers": self.raw_headers})
+            if self._first:
+                await send({"type": "http.response.body", "body": self._first,
+                            "more_body": True})
+            while not disconnected.done():
+                batch = events.ready()
+                if batch is None:
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    return
+                if batch:
+                    await send({"type": "http.response.body", "body": b"".join(batch),
+                                "more_body": True})
+                    continue
+                if not await events.wait(self._heartbeat, disconnected) \
+                        and not disconnected.done():
+                    await send({"type": "http.response.body", "body": HEARTBEAT,
+                                "more_body": True})
+        except OSError:
+            pass  # the client went away while we were writing: same as a disconnect
+        finally:
+            listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await listener
+            await events.cancel()
