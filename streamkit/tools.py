@@ -5,15 +5,28 @@ validated with msgspec before ``execute`` runs (``ToolError`` says which argumen
 what was expected). A tool may be ``def`` or ``async def``; it may ask for ``writer`` (to emit
 ``data-*`` chunks), ``request_context``, ``tool_call_id`` or ``abort_signal`` by naming them; those
 are injected and never appear in the schema.
+
+Parameter types: anything msgspec knows (builtins, msgspec Structs, dataclasses, TypedDicts,
+enums, ``Literal``, unions and containers of these) and, when pydantic is installed, pydantic
+models (alone or inside containers; their schema and validation are pydantic's own). Each
+parameter's ``description`` comes from the docstring's ``Args:`` (Google), ``Parameters``
+(NumPy) or ``:param name:`` (reST) entry (``streamkit._docstrings``).
+
+Typing: ``@tool`` returns a ``Tool[P, R]`` carrying the function's signature, so calling the
+decorated object directly (``lookup_customer("C-42")``) is checked like calling the function.
 """
 
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, get_type_hints
+import sys
+from collections.abc import Callable
+from typing import Any, Generic, overload, get_type_hints
 
 import msgspec
+from typing_extensions import ParamSpec, TypeVar
 
+from ._docstrings import parse_docstring
 from .errors import ToolError
 from .models._base import ToolSpec
 from .processors._spec import is_async_callable
@@ -24,6 +37,11 @@ __all__ = ["Tool", "tool", "json_schema"]
 INJECTED = frozenset(("writer", "request_context", "tool_call_id", "abort_signal"))
 
 _MISSING = object()
+
+#: The decorated function's parameters and return type; a ``Tool`` built by hand is
+#: ``Tool[..., Any]`` (what a bare ``Tool`` annotation means).
+P = ParamSpec("P", default=...)
+R = TypeVar("R", default=Any)
 
 
 def json_schema(tp: Any) -> dict[str, Any]:
@@ -52,8 +70,11 @@ def json_schema(tp: Any) -> dict[str, Any]:
     return schema
 
 
-class Tool:
+class Tool(Generic[P, R]):
     """A tool the model can call.
+
+    ``Tool[P, R]`` is generic in the signature of ``execute``: ``@tool`` on
+    ``def f(x: str) -> int`` gives ``Tool[[str], int]``, and calling it is type-checked.
 
     Args:
         id: the name the model calls it by.
@@ -64,7 +85,7 @@ class Tool:
     """
 
     def __init__(self, id: str, description: str, input_schema: dict[str, Any],
-                 execute: Callable[..., Any], *,
+                 execute: Callable[P, R], *,
                  validate: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
                  injected: tuple[str, ...] = (), spread_args: bool = False) -> None:
         if not isinstance(id, str) or not id:
@@ -79,6 +100,7 @@ class Tool:
         self.description = description
         self.input_schema = input_schema
         self.execute = execute
+        self._call: Callable[..., Any] = execute
         self.is_async = is_async_callable(execute)
         self._validate = validate
         self.injected = injected
@@ -102,14 +124,14 @@ class Tool:
         valid = self.validate(args)
         extra = {k: v for k, v in injected.items() if k in self.injected}
         if self.spread_args:
-            out = self.execute(**valid, **extra)
+            out = self._call(**valid, **extra)
         else:
-            out = self.execute(valid, **extra)
+            out = self._call(valid, **extra)
         if self.is_async:
             out = await out
         return out
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         """Call the underlying function directly (handy in tests)."""
         return self.execute(*args, **kwargs)
 
@@ -117,7 +139,11 @@ class Tool:
         return f"Tool({self.id!r})"
 
 
-def _validator(name: str, params: list[tuple[str, Any, Any]]
+Convert = Callable[[Any], Any]
+"""Turns one JSON argument into the parameter's type; raises ``ValueError`` when it cannot."""
+
+
+def _validator(name: str, params: list[tuple[str, Convert, Any]]
                ) -> Callable[[dict[str, Any]], dict[str, Any]]:
     known = {p[0] for p in params}
 
@@ -127,15 +153,15 @@ def _validator(name: str, params: list[tuple[str, Any, Any]]
             raise ToolError(f"tool {name!r} got unexpected argument(s) {sorted(unknown)}; "
                             f"expected {sorted(known)}", tool_name=name)
         out: dict[str, Any] = {}
-        for pname, hint, default in params:
+        for pname, convert, default in params:
             if pname not in args:
                 if default is _MISSING:
                     raise ToolError(f"tool {name!r} is missing required argument {pname!r}",
                                     tool_name=name)
                 continue
             try:
-                out[pname] = msgspec.convert(args[pname], type=hint, strict=False)
-            except msgspec.ValidationError as exc:
+                out[pname] = convert(args[pname])
+            except ValueError as exc:  # msgspec's and pydantic's ValidationError alike
                 raise ToolError(f"tool {name!r}, argument {pname!r}: {exc} "
                                 f"(got {args[pname]!r:.60})", tool_name=name) from exc
         return out
@@ -143,27 +169,89 @@ def _validator(name: str, params: list[tuple[str, Any, Any]]
     return validate
 
 
-def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
+def _msgspec_convert(hint: Any) -> Convert:
+    def convert(value: Any) -> Any:
+        return msgspec.convert(value, type=hint, strict=False)
+    return convert
+
+
+def _pydantic_adapter(tool_name: str, pname: str, hint: Any, reason: Exception) -> Any:
+    """A ``pydantic.TypeAdapter`` for a hint msgspec has no schema for (it names a pydantic
+    model), or the ``ToolError`` explaining why the hint cannot be a parameter type."""
+    pydantic = sys.modules.get("pydantic")  # a pydantic model in a hint means it is imported
+    if pydantic is not None:
+        try:
+            return pydantic.TypeAdapter(hint)
+        except Exception:  # noqa: BLE001 - pydantic has no schema for it either: report msgspec's
+            pass
+    why = str(reason).strip().splitlines()[-1] if str(reason).strip() else type(reason).__name__
+    raise ToolError(f"tool {tool_name!r}: parameter {pname!r} has no JSON schema ({why}); "
+                    f"expected builtins, msgspec Structs, dataclasses, TypedDicts or pydantic "
+                    f"models (or containers of them)", tool_name=tool_name) from reason
+
+
+def _parameter_schemas(tool_name: str, params: list[tuple[str, Any, Any]]
+                       ) -> tuple[list[dict[str, Any]], list[Convert], dict[str, Any]]:
+    """Each parameter's JSON schema and converter, and the shared ``$defs``."""
+    native: list[int] = []
+    adapters: dict[int, Any] = {}
+    for i, (pname, hint, _) in enumerate(params):
+        try:
+            msgspec.json.schema(hint)
+            native.append(i)
+        except (TypeError, ValueError) as exc:
+            adapters[i] = _pydantic_adapter(tool_name, pname, hint, exc)
+    found, defs = msgspec.json.schema_components([params[i][1] for i in native],
+                                                 ref_template="#/$defs/{name}")
+    schemas: dict[int, dict[str, Any]] = dict(zip(native, found))
+    converters: dict[int, Convert] = {i: _msgspec_convert(params[i][1]) for i in native}
+    for i, adapter in adapters.items():
+        schema = dict(adapter.json_schema(ref_template="#/$defs/{model}"))
+        for key, value in schema.pop("$defs", {}).items():
+            if defs.setdefault(key, value) != value:
+                raise ToolError(f"tool {tool_name!r}: two different types are both named "
+                                f"{key!r} in its parameters; rename one", tool_name=tool_name)
+        schemas[i] = schema
+        converters[i] = adapter.validate_python
+    return ([schemas[i] for i in range(len(params))],
+            [converters[i] for i in range(len(params))], dict(defs))
+
+
+@overload
+def tool(fn: Callable[P, R], /) -> Tool[P, R]: ...
+@overload
+def tool(*, name: str | None = None, description: str | None = None
+         ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
+def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
          description: str | None = None) -> Any:
     """Make a ``Tool`` from a typed function.
 
-    The schema comes from the type hints (msgspec's JSON schema for each parameter; parameters
-    with defaults are optional); the description from ``description`` or the docstring's first
-    paragraph. ``writer``, ``request_context``, ``tool_call_id`` and ``abort_signal`` are injected.
+    The schema comes from the type hints (a JSON schema for each parameter; parameters with
+    defaults are optional), each parameter's ``description`` from its entry in the docstring
+    (Google ``Args:``, NumPy ``Parameters``, reST ``:param name:``), the tool's description
+    from ``description`` or the docstring's prose before its first section. ``writer``,
+    ``request_context``, ``tool_call_id`` and ``abort_signal`` are injected. The returned
+    ``Tool[P, R]`` keeps the function's signature for type checkers.
 
     Example:
         >>> @tool
         ... def lookup_customer(customer_id: str) -> dict:
-        ...     '''Look up a customer by id.'''
+        ...     '''Look up a customer by id.
+        ...
+        ...     Args:
+        ...         customer_id: the id, such as "C-42".
+        ...     '''
         ...     return {"id": customer_id, "email": "ada@example.com"}
         >>> lookup_customer.input_schema["required"]
         ['customer_id']
+        >>> lookup_customer.input_schema["properties"]["customer_id"]["description"]
+        'the id, such as "C-42".'
     """
 
-    def build(f: Callable[..., Any]) -> Tool:
-        tool_name = name or f.__name__
+    def build(f: Callable[..., Any]) -> Tool[..., Any]:
+        tool_name: str = name if name else str(getattr(f, "__name__", ""))
         try:
-            hints = get_type_hints(f)
+            hints = get_type_hints(f, include_extras=True)  # keep Meta(...) constraints
         except Exception as exc:  # noqa: BLE001 - surfaced as a definition error
             raise ToolError(f"tool {tool_name!r}: cannot read its type hints: {exc}",
                             tool_name=tool_name) from exc
@@ -183,15 +271,13 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
                                 tool_name=tool_name)
             default = _MISSING if p.default is p.empty else p.default
             params.append((p.name, hints[p.name], default))
-        try:
-            schemas, components = msgspec.json.schema_components(
-                [h for _, h, _ in params], ref_template="#/$defs/{name}")
-        except (TypeError, ValueError) as exc:
-            raise ToolError(f"tool {tool_name!r}: a parameter type has no JSON schema: {exc}",
-                            tool_name=tool_name) from exc
+        schemas, converters, components = _parameter_schemas(tool_name, params)
+        doc = parse_docstring(inspect.getdoc(f))
         properties = {}
         for (pname, _, default), schema in zip(params, schemas):
             prop = dict(schema)
+            if pname in doc.params:
+                prop.setdefault("description", doc.params[pname])
             if default is not _MISSING and default is not None:
                 try:
                     prop["default"] = msgspec.to_builtins(default)
@@ -205,10 +291,11 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
         }
         if components:
             schema_obj["$defs"] = components
-        doc = inspect.getdoc(f) or ""
-        desc = description if description is not None else doc.split("\n\n")[0].strip()
+        desc: str = description if description is not None else doc.summary
+        checks = [(pname, convert, default)
+                  for (pname, _, default), convert in zip(params, converters)]
         return Tool(tool_name, desc or tool_name, schema_obj, f,
-                    validate=_validator(tool_name, params), injected=tuple(injected),
+                    validate=_validator(tool_name, checks), injected=tuple(injected),
                     spread_args=True)
 
     if fn is not None:
