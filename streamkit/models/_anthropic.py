@@ -477,6 +477,7 @@ class AnthropicModel(HTTPModel):
         super().__init__(model_id, base_url=base_url, api_key=api_key, client=client,
                          timeout=timeout, max_retries=max_retries, backoff=backoff,
                          max_backoff=max_backoff, headers=headers, sleep=sleep)
+        self._session.key_env = "ANTHROPIC_API_KEY"
         if self.base_url.endswith("/v1"):
             self.base_url = self.base_url[:-3]
         self.anthropic_version = anthropic_version

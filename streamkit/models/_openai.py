@@ -439,6 +439,7 @@ class OpenAIChatModel(HTTPModel):
         super().__init__(model_id, base_url=base_url, api_key=api_key, client=client,
                          timeout=timeout, max_retries=max_retries, backoff=backoff,
                          max_backoff=max_backoff, headers=headers, sleep=sleep)
+        self._session.key_env = "OPENAI_API_KEY"
         self.is_streaming = stream
 
     def _request_headers(self, settings: Mapping[str, Any]) -> dict[str, str]:
