@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None,
     results, info = run(sizes, only=args.only, progress=not args.no_progress, stderr=stderr,
                         mode=mode)
     print(format_table(results, info), file=out)
-    targets = format_targets(check_targets(results))
+    targets = format_targets(check_targets(results), mode=mode)
     if targets:
         print("\n" + targets, file=out)
     print(f"\n{len(results)} rows in {info['duration_s']:.0f} s", file=out)
