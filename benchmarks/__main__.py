@@ -94,7 +94,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None,
     if serve_rows:
         info["serve"] = serve_rows
     print(format_table(results, info), file=out)
-    targets = format_targets(check_targets(results))
+    targets = format_targets(check_targets(results), mode=mode)
     if targets:
         print("\n" + targets, file=out)
     print(f"\n{len(results)} rows in {info['duration_s']:.0f} s", file=out)

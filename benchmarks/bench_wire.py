@@ -4,7 +4,7 @@ Run it with ``python -m benchmarks.bench_wire [--chunks N] [--repeat R]``.
 
 The workload is 100,000 chunks in the mix of a real agent run (a reasoning step that calls a
 tool, then a text step; text deltas dominate), with Mastra's real ``step-finish``/``finish``
-payloads from ``shared/fixtures/mastra``. Every contender works on the same structs or bytes:
+payloads from ``tests/fixtures/mastra``. Every contender works on the same structs or bytes:
 
 * ``streamkit``: ``wire.encode`` / ``wire.decode``.
 * ``raw msgspec``: one ``msgspec.json.Encoder().encode`` on the same chunk structs; decoding uses

@@ -1,7 +1,13 @@
-"""Command line: ``python -m streamkit demo [--model ID] [--base-url URL] [--question TEXT]``,
-``python -m streamkit serve [TARGET ...] [--demo] [--host H] [--port P]`` (the ``serve`` extra),
-``python -m streamkit replay SOURCE ... --pipeline module:attribute [--ray [ADDR]] [--json OUT]``
-(``streamkit.replay._cli``)."""
+"""Command line: ``python -m streamkit demo [--model ID] [--base-url URL] [--api-key KEY]
+[--question TEXT]``, ``python -m streamkit serve [TARGET ...] [--demo] [--host H] [--port P]``
+(the ``serve`` extra), ``python -m streamkit replay SOURCE ... --pipeline module:attribute
+[--ray [ADDR]] [--json OUT]`` (``streamkit.replay._cli``).
+
+``--api-key`` wins over the provider's environment variable (``OPENAI_API_KEY`` for ``openai/``
+and ``openai-compatible/``, ``ANTHROPIC_API_KEY`` for ``anthropic/``); a missing key is reported
+before any request for api.openai.com and api.anthropic.com, and named in the error of a
+keyless request that a server refused.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--model", help="router id, e.g. openai/gpt-4o-mini or "
                                       "openai-compatible/<model> (default: built-in scripted)")
     demo.add_argument("--base-url", help="base URL for openai-compatible models")
+    demo.add_argument("--api-key", help="the provider's API key (default: OPENAI_API_KEY or "
+                                        "ANTHROPIC_API_KEY from the environment)")
     demo.add_argument("--question", default="Where is my order? I'm customer C-42.")
     serve = sub.add_parser("serve", help="serve agents over HTTP to Mastra and AI SDK clients")
     serve.add_argument("targets", nargs="*", metavar="TARGET",
@@ -40,10 +48,14 @@ def main(argv: list[str] | None = None) -> int:
         return replay_cli.run(args)
     if args.command == "serve":
         return _serve(args)
+    if (args.api_key or args.base_url) and not args.model:
+        parser.error("--api-key and --base-url are for a real model: add --model <router id>")
     try:
         model = None
         if args.model:
             options = {"base_url": args.base_url} if args.base_url else {}
+            if args.api_key:
+                options["api_key"] = args.api_key
             model = resolve_model(args.model, **options)
         result = asyncio.run(run_demo(model, question=args.question))
     except StreamkitError as exc:

@@ -24,6 +24,15 @@ and reported to the model as a ``tool-error`` (``ToolError`` with ``timeout`` se
 ``async def`` tool can be interrupted: a plain ``def`` runs on the event loop until it returns,
 so ``timeout=`` on one is refused (make it async; run blocking work with
 ``asyncio.to_thread``), and an agent's ``tool_timeout`` does not apply to it.
+
+Parameter types: anything msgspec knows (builtins, msgspec Structs, dataclasses, TypedDicts,
+enums, ``Literal``, unions and containers of these) and, when pydantic is installed, pydantic
+models (alone or inside containers; their schema and validation are pydantic's own). Each
+parameter's ``description`` comes from the docstring's ``Args:`` (Google), ``Parameters``
+(NumPy) or ``:param name:`` (reST) entry (``streamkit._docstrings``).
+
+Typing: ``@tool`` returns a ``Tool[P, R]`` carrying the function's signature, so calling the
+decorated object directly (``lookup_customer("C-42")``) is checked like calling the function.
 """
 
 from __future__ import annotations
@@ -31,10 +40,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from typing import Any, Callable, get_type_hints
+import sys
+from collections.abc import Callable
+from typing import Any, Generic, get_type_hints, overload
 
 import msgspec
+from typing_extensions import ParamSpec, TypeVar
 
+from ._docstrings import parse_docstring
 from .errors import ToolError
 from .models._base import ToolSpec
 from .processors._spec import is_async_callable
@@ -53,6 +66,7 @@ def _log_dropped(name: str, dropped: set[str], known: set[str]) -> None:
     log.info("tool %r: dropped undeclared argument(s) %s; it declares %s", name,
              sorted(dropped), sorted(known))
 
+
 _encode = msgspec.json.Encoder().encode
 # What msgspec raises for a value it cannot encode (RecursionError: nested past its limit).
 _UNENCODABLE = (TypeError, ValueError, RecursionError, OverflowError)
@@ -70,6 +84,12 @@ def check_timeout(owner: str, value: Any) -> float | None:
         raise ToolError(f"{owner}: timeout must be None or a number of seconds > 0, got "
                         f"{value!r}")
     return float(value)
+
+
+#: The decorated function's parameters and return type; a ``Tool`` built by hand is
+#: ``Tool[..., Any]`` (what a bare ``Tool`` annotation means).
+P = ParamSpec("P", default=...)
+R = TypeVar("R", default=Any)
 
 
 def json_schema(tp: Any) -> dict[str, Any]:
@@ -98,8 +118,11 @@ def json_schema(tp: Any) -> dict[str, Any]:
     return schema
 
 
-class Tool:
+class Tool(Generic[P, R]):
     """A tool the model can call.
+
+    ``Tool[P, R]`` is generic in the signature of ``execute``: ``@tool`` on
+    ``def f(x: str) -> int`` gives ``Tool[[str], int]``, and calling it is type-checked.
 
     Args:
         id: the name the model calls it by.
@@ -116,7 +139,7 @@ class Tool:
     """
 
     def __init__(self, id: str, description: str, input_schema: dict[str, Any],
-                 execute: Callable[..., Any], *,
+                 execute: Callable[P, R], *,
                  validate: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
                  injected: tuple[str, ...] = (), spread_args: bool = False,
                  timeout: float | None = None) -> None:
@@ -132,6 +155,7 @@ class Tool:
         self.description = description
         self.input_schema = input_schema
         self.execute = execute
+        self._call: Callable[..., Any] = execute
         self.is_async = is_async_callable(execute)
         self._validate = validate
         self.injected = injected
@@ -181,9 +205,9 @@ class Tool:
         valid = self.validate(args)
         extra = {k: v for k, v in injected.items() if k in self.injected}
         if self.spread_args:
-            out = self.execute(**valid, **extra)
+            out = self._call(**valid, **extra)
         else:
-            out = self.execute(valid, **extra)
+            out = self._call(valid, **extra)
         if self.is_async:
             limit = self.timeout if self.timeout is not None else timeout
             if limit is None:
@@ -206,7 +230,7 @@ class Tool:
                             tool_name=self.id) from exc
         return out
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         """Call the underlying function directly (handy in tests)."""
         return self.execute(*args, **kwargs)
 
@@ -214,8 +238,12 @@ class Tool:
         return f"Tool({self.id!r})"
 
 
-def _validator(name: str, params: list[tuple[str, Any, Any]], rest: Any = _MISSING
-               ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+Convert = Callable[[Any], Any]
+"""Turns one JSON argument into the parameter's type; raises ``ValueError`` when it cannot."""
+
+
+def _validator(name: str, params: list[tuple[str, Convert, Any]],
+               rest: Convert | None = None) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """Validate declared arguments; undeclared ones go to ``**kwargs`` (typed ``rest``) when the
     function has it, else they are dropped. Injected names are never taken from the model."""
     known = {p[0] for p in params}
@@ -223,25 +251,25 @@ def _validator(name: str, params: list[tuple[str, Any, Any]], rest: Any = _MISSI
     def validate(args: dict[str, Any]) -> dict[str, Any]:
         unknown = set(args) - known
         out: dict[str, Any] = {}
-        if unknown and rest is not _MISSING:
+        if unknown and rest is not None:
             for key in sorted(unknown - INJECTED):
                 try:
-                    out[key] = msgspec.convert(args[key], type=rest, strict=False)
-                except msgspec.ValidationError as exc:
+                    out[key] = rest(args[key])
+                except ValueError as exc:  # msgspec's and pydantic's ValidationError alike
                     raise ToolError(f"tool {name!r}, extra argument {key!r}: {exc} "
                                     f"(got {args[key]!r:.60})", tool_name=name) from exc
             unknown &= INJECTED
         if unknown:
             _log_dropped(name, unknown, known)
-        for pname, hint, default in params:
+        for pname, convert, default in params:
             if pname not in args:
                 if default is _MISSING:
                     raise ToolError(f"tool {name!r} is missing required argument {pname!r}",
                                     tool_name=name)
                 continue
             try:
-                out[pname] = msgspec.convert(args[pname], type=hint, strict=False)
-            except msgspec.ValidationError as exc:
+                out[pname] = convert(args[pname])
+            except ValueError as exc:  # msgspec's and pydantic's ValidationError alike
                 raise ToolError(f"tool {name!r}, argument {pname!r}: {exc} "
                                 f"(got {args[pname]!r:.60})", tool_name=name) from exc
         return out
@@ -249,30 +277,92 @@ def _validator(name: str, params: list[tuple[str, Any, Any]], rest: Any = _MISSI
     return validate
 
 
-def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
+def _msgspec_convert(hint: Any) -> Convert:
+    def convert(value: Any) -> Any:
+        return msgspec.convert(value, type=hint, strict=False)
+    return convert
+
+
+def _pydantic_adapter(tool_name: str, pname: str, hint: Any, reason: Exception) -> Any:
+    """A ``pydantic.TypeAdapter`` for a hint msgspec has no schema for (it names a pydantic
+    model), or the ``ToolError`` explaining why the hint cannot be a parameter type."""
+    pydantic = sys.modules.get("pydantic")  # a pydantic model in a hint means it is imported
+    if pydantic is not None:
+        try:
+            return pydantic.TypeAdapter(hint)
+        except Exception:  # noqa: BLE001 - pydantic has no schema for it either: report msgspec's
+            pass
+    why = str(reason).strip().splitlines()[-1] if str(reason).strip() else type(reason).__name__
+    raise ToolError(f"tool {tool_name!r}: parameter {pname!r} has no JSON schema ({why}); "
+                    f"expected builtins, msgspec Structs, dataclasses, TypedDicts or pydantic "
+                    f"models (or containers of them)", tool_name=tool_name) from reason
+
+
+def _parameter_schemas(tool_name: str, params: list[tuple[str, Any, Any]]
+                       ) -> tuple[list[dict[str, Any]], list[Convert], dict[str, Any]]:
+    """Each parameter's JSON schema and converter, and the shared ``$defs``."""
+    native: list[int] = []
+    adapters: dict[int, Any] = {}
+    for i, (pname, hint, _) in enumerate(params):
+        try:
+            msgspec.json.schema(hint)
+            native.append(i)
+        except (TypeError, ValueError) as exc:
+            adapters[i] = _pydantic_adapter(tool_name, pname, hint, exc)
+    found, defs = msgspec.json.schema_components([params[i][1] for i in native],
+                                                 ref_template="#/$defs/{name}")
+    schemas: dict[int, dict[str, Any]] = dict(zip(native, found))
+    converters: dict[int, Convert] = {i: _msgspec_convert(params[i][1]) for i in native}
+    for i, adapter in adapters.items():
+        schema = dict(adapter.json_schema(ref_template="#/$defs/{model}"))
+        for key, value in schema.pop("$defs", {}).items():
+            if defs.setdefault(key, value) != value:
+                raise ToolError(f"tool {tool_name!r}: two different types are both named "
+                                f"{key!r} in its parameters; rename one", tool_name=tool_name)
+        schemas[i] = schema
+        converters[i] = adapter.validate_python
+    return ([schemas[i] for i in range(len(params))],
+            [converters[i] for i in range(len(params))], dict(defs))
+
+
+@overload
+def tool(fn: Callable[P, R], /) -> Tool[P, R]: ...
+@overload
+def tool(*, name: str | None = None, description: str | None = None,
+         timeout: float | None = None) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
+def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
          description: str | None = None, timeout: float | None = None) -> Any:
     """Make a ``Tool`` from a typed function (``timeout``: see ``Tool``).
 
-    The schema comes from the type hints (msgspec's JSON schema for each parameter; parameters
-    with defaults are optional); the description from ``description`` or the docstring's first
-    paragraph. ``writer``, ``request_context``, ``tool_call_id`` and ``abort_signal`` are injected.
-    Arguments the function does not declare are dropped before the call, unless it takes
-    ``**kwargs``, which then receives them (checked against its hint; the schema's
-    ``additionalProperties`` says so to the model).
+    The schema comes from the type hints (a JSON schema for each parameter; parameters with
+    defaults are optional), each parameter's ``description`` from its entry in the docstring
+    (Google ``Args:``, NumPy ``Parameters``, reST ``:param name:``), the tool's description
+    from ``description`` or the docstring's prose before its first section. ``writer``,
+    ``request_context``, ``tool_call_id`` and ``abort_signal`` are injected. The returned
+    ``Tool[P, R]`` keeps the function's signature for type checkers. Arguments the function
+    does not declare are dropped before the call, unless it takes ``**kwargs``, which then
+    receives them (checked against its hint; the schema's ``additionalProperties`` says so to
+    the model).
 
     Example:
         >>> @tool
         ... def lookup_customer(customer_id: str) -> dict:
-        ...     '''Look up a customer by id.'''
+        ...     '''Look up a customer by id.
+        ...
+        ...     Args:
+        ...         customer_id: the id, such as "C-42".
+        ...     '''
         ...     return {"id": customer_id, "email": "ada@example.com"}
         >>> lookup_customer.input_schema["required"]
         ['customer_id']
+        >>> lookup_customer.input_schema["properties"]["customer_id"]["description"]
+        'the id, such as "C-42".'
     """
 
-    def build(f: Callable[..., Any]) -> Tool:
-        tool_name = name or f.__name__
+    def build(f: Callable[..., Any]) -> Tool[..., Any]:
+        tool_name: str = name if name else str(getattr(f, "__name__", ""))
         try:
-            hints = get_type_hints(f)
+            hints = get_type_hints(f, include_extras=True)  # keep Meta(...) constraints
         except Exception as exc:  # noqa: BLE001 - surfaced as a definition error
             raise ToolError(f"tool {tool_name!r}: cannot read its type hints: {exc}",
                             tool_name=tool_name) from exc
@@ -296,16 +386,14 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
                                 tool_name=tool_name)
             default = _MISSING if p.default is p.empty else p.default
             params.append((p.name, hints[p.name], default))
-        hinted = [h for _, h, _ in params] + ([] if rest is _MISSING else [rest])
-        try:
-            schemas, components = msgspec.json.schema_components(
-                hinted, ref_template="#/$defs/{name}")
-        except (TypeError, ValueError) as exc:
-            raise ToolError(f"tool {tool_name!r}: a parameter type has no JSON schema: {exc}",
-                            tool_name=tool_name) from exc
+        extras = [] if rest is _MISSING else [("**kwargs", rest, _MISSING)]
+        schemas, converters, components = _parameter_schemas(tool_name, params + extras)
+        doc = parse_docstring(inspect.getdoc(f))
         properties = {}
         for (pname, _, default), schema in zip(params, schemas):
             prop = dict(schema)
+            if pname in doc.params:
+                prop.setdefault("description", doc.params[pname])
             if default is not _MISSING and default is not None:
                 try:
                     prop["default"] = msgspec.to_builtins(default)
@@ -320,11 +408,13 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
         }
         if components:
             schema_obj["$defs"] = components
-        doc = inspect.getdoc(f) or ""
-        desc = description if description is not None else doc.split("\n\n")[0].strip()
+        desc: str = description if description is not None else doc.summary
+        checks = [(pname, convert, default)
+                  for (pname, _, default), convert in zip(params, converters)]
+        rest_convert = None if rest is _MISSING else converters[-1]
         return Tool(tool_name, desc or tool_name, schema_obj, f,
-                    validate=_validator(tool_name, params, rest), injected=tuple(injected),
-                    spread_args=True, timeout=timeout)
+                    validate=_validator(tool_name, checks, rest_convert),
+                    injected=tuple(injected), spread_args=True, timeout=timeout)
 
     if fn is not None:
         return build(fn)

@@ -17,8 +17,8 @@ import pytest
 from benchmarks.__main__ import main, run
 from benchmarks.harness import (BenchmarkError, Case, Group, Outcome, Progress, Result, measure,
                                 planned_steps)
-from benchmarks.report import (SCHEMA, check_targets, format_compare, format_table, load,
-                               machine, save)
+from benchmarks.report import (SCHEMA, check_targets, format_compare, format_table,
+                               format_targets, load, machine, save)
 from benchmarks.suite import SECTIONS, Sizes, build_suite
 
 TINY = Sizes.tiny()
@@ -135,11 +135,25 @@ def test_command_line_writes_json_and_compares(tmp_path: Path) -> None:
     path = tmp_path / "wire.json"
     assert main(["--tiny", "--only", "wire", "--json", str(path)], stdout=out, stderr=err) == 0
     text = out.getvalue()
-    assert "wire · MessagePack" in text and "runner ·" not in text and "targets:" in text
+    assert "wire · MessagePack" in text and "runner ·" not in text
+    # A tiny run shows the targets' values but judges none of them.
+    assert "targets (not judged: a tiny run's inputs are too small" in text
+    assert "MISSED" not in text and "[   met]" not in text and " met\n" not in text
     assert err.getvalue()  # the progress went to stderr, not into the table
     compare = io.StringIO()
     assert main(["--compare", str(path), str(path)], stdout=compare) == 0
     assert "+0.0%" in compare.getvalue()
+
+
+def test_only_a_full_run_is_judged(tiny_run: tuple[list[Result], dict[str, Any]]) -> None:
+    targets = check_targets(tiny_run[0])
+    assert targets
+    full = format_targets(targets, mode="full")
+    assert full.startswith("targets:\n") and f"/{len(targets)} met" in full
+    assert sum(("[   met]" in line or "[MISSED]" in line) for line in full.splitlines()) \
+        == len(targets)
+    quick = format_targets(targets, mode="quick")
+    assert "not judged" in quick and "MISSED" not in quick and "met" not in quick.split(":", 1)[1]
 
 
 def test_only_selects_sections_and_title_parts() -> None:

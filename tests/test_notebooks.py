@@ -27,7 +27,8 @@ NOTEBOOKS = REPO / "notebooks"
 KERNEL = "streamkit-tests"
 PATHS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 EXPECTED = ["01_chunks_and_wire", "02_operators", "03_writing_processors", "04_agent_loop",
-            "05_guardrails", "06_throughput"]
+            "05_guardrails", "06_throughput", "07_try_a_guard"]
+WIDGET = "application/vnd.jupyter.widget-view+json"
 
 
 def load_builder() -> Any:
@@ -112,3 +113,17 @@ def test_notebook_runs_on_a_fresh_kernel(path: Path, kernel_name: str) -> None:
                        or "1111-1111-1111-1111" in h for h in live), "a redactor leaked"
         assert sum('class="sk-tripwire"' in h for h in live) == 2
         assert sum('class="sk-withdrawn"' in h for h in live) == 1
+    widgets = [out["data"][WIDGET] for _, out in _outputs(nb) if WIDGET in out.get("data", {})]
+    if path.stem == "06_throughput":
+        # the sweep's progress bar (tqdm.notebook) is a widget, and ran headless to the end
+        assert any("pipelines measured" in out["data"].get("text/plain", "")
+                   for _, out in _outputs(nb) if WIDGET in out.get("data", {}))
+    if path.stem == "07_try_a_guard":
+        # the control is one widget; typing and clicking from code streamed through the guard
+        assert len(widgets) == 1
+        (guarded,) = [h for h in html if "sk-live" in h]
+        for secret in ("ada.lovelace@example.com", "grace@example.org", "7946 0958",
+                       "4111 1111 1111 1111"):
+            assert secret not in guarded, f"the guard let {secret!r} through"
+        assert "**** **** **** 1111" in guarded and "@*******.org" in guarded
+        assert "done · " in guarded

@@ -10,7 +10,7 @@ from typing import Any, Iterator
 import pytest
 
 from streamkit import Agent, tool
-from streamkit.errors import StreamkitError
+from streamkit.errors import APICallError, StreamkitError
 from streamkit.models import AnthropicModel, ModelRequest, OpenAIChatModel, resolve_model
 from streamkit.models._router import resolve
 
@@ -152,3 +152,66 @@ def test_demo_cli_against_an_openai_compatible_server(server: ReplayServer) -> N
     assert "Hello from the LiteLLM mock server." in done.stdout
     assert "[email]" in server.requests[1].raw_body.decode()  # the PII processor ran
     assert "ada@example.com" not in server.requests[1].raw_body.decode()
+
+
+# --- a missing key against a server that wants one ----------------------------------------------
+
+# What a LiteLLM proxy with a master key answers a request without one (hand-written from its
+# error shape: LiteLLM's ``auth_error`` type; the proxy reports it as HTTP 500).
+NO_KEY = {"error": {"message": "Authentication Error, No api key passed in.",
+                    "type": "auth_error", "param": "None", "code": "500"}}
+
+
+@pytest.mark.parametrize("status", [pytest.param(500, id="litellm-500"),
+                                    pytest.param(401, id="plain-401")])
+async def test_a_keyless_request_refused_by_the_server_names_the_variable(
+        server: ReplayServer, status: int) -> None:
+    server.enqueue(Reply.json(NO_KEY if status == 500 else {"error": "nope"}, status=status))
+    async with resolve_model("openai-compatible/m", base_url=server.base_url) as model:
+        with pytest.raises(APICallError, match="no API key was sent: set the OPENAI_API_KEY"
+                           ) as info:
+            [c async for c in model.stream(ModelRequest(prompt=[{"role": "user",
+                                                                 "content": "hi"}]))]
+    assert info.value.status_code == status and info.value.is_retryable is False
+    assert len(server.requests) == 1  # not retried: the same request would fail the same way
+
+
+async def test_a_refused_request_that_carried_a_key_gets_no_key_hint(server: ReplayServer) -> None:
+    server.enqueue(Reply.json({"error": {"message": "Invalid api key"}}, status=401))
+    async with resolve_model("openai-compatible/m", base_url=server.base_url,
+                             api_key="sk-wrong") as model:
+        with pytest.raises(APICallError) as info:
+            [c async for c in model.stream(ModelRequest(prompt=[{"role": "user",
+                                                                 "content": "hi"}]))]
+    assert "no API key was sent" not in str(info.value) and "Invalid api key" in str(info.value)
+
+
+def test_demo_api_key_is_sent_and_a_missing_one_is_named(server: ReplayServer) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ENV}
+    base = [sys.executable, "-m", "streamkit", "demo", "--model", "openai-compatible/demo-model",
+            "--base-url", server.base_url]
+    server.enqueue(Reply.json(NO_KEY, status=500))
+    refused = subprocess.run(base, capture_output=True, text=True, timeout=60, cwd=REPO, env=env)
+    assert refused.returncode == 1
+    assert "no API key was sent: set the OPENAI_API_KEY" in refused.stdout + refused.stderr
+    server.enqueue(Reply.sse("openai/demo-lookup-stream.sse"),
+                   Reply.sse("openai/text-stream-usage.sse"))
+    done = subprocess.run([*base, "--api-key", "sk-demo"], capture_output=True, text=True,
+                          timeout=60, cwd=REPO, env=env)
+    assert done.returncode == 0, done.stderr
+    assert server.requests[-1].headers["authorization"] == "Bearer sk-demo"
+
+
+def test_demo_without_a_model_refuses_an_api_key() -> None:
+    done = subprocess.run([sys.executable, "-m", "streamkit", "demo", "--api-key", "sk-x"],
+                          capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert done.returncode == 2 and "add --model" in done.stderr
+
+
+def test_demo_against_openai_without_a_key_says_which_variable() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ENV}
+    done = subprocess.run([sys.executable, "-m", "streamkit", "demo", "--model",
+                           "openai/gpt-4o-mini"], capture_output=True, text=True, timeout=60,
+                          cwd=REPO, env=env)
+    assert done.returncode == 1
+    assert "OPENAI_API_KEY" in done.stdout + done.stderr  # before any request is made

@@ -10,6 +10,8 @@
 # %%
 import time
 
+from tqdm.notebook import tqdm
+
 from streamkit import Processor, display, ops
 from streamkit.chunks import TextDelta
 
@@ -39,10 +41,14 @@ async def chunks_per_second(pipeline, repeat: int = 3) -> float:
 
 # %% [markdown]
 # ## Chunks/s vs number of processors
+#
+# The sweep is the longest cell here (a few seconds on a loaded machine), so it shows a progress
+# bar; the bar moves between measurements, never inside one.
 
 # %%
 counts = [0, 1, 2, 4, 8, 16, 32]
-rates = [await chunks_per_second([PassThrough(f"p{i}") for i in range(k)]) for k in counts]
+rates = [await chunks_per_second([PassThrough(f"p{i}") for i in range(k)])
+         for k in tqdm(counts, desc="pipelines measured", unit="pipeline")]
 display.bar_chart([f"{k} processors" for k in counts], rates, unit="chunks/s",
                   title=f"sync pass-through processors, {N:,} chunks, best of 3")
 

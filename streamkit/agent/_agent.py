@@ -383,9 +383,9 @@ class Agent:
             max_processor_retries: replaces the agent's value (``None``: no retries).
             request_context: given to hooks and tools that ask for ``request_context``.
             thread_id, resource_id: the memory thread and resource of this turn.
-            max_steps, prepare_step, tool_choice, active_tools, model_settings,
-                provider_options, structured_output, model: this call's values (they win over
-                the agent's).
+            max_steps, prepare_step, tool_choice, active_tools, model: this call's values
+                (they win over the agent's), as are ``model_settings``, ``provider_options``
+                and ``structured_output``.
             trace: ``False`` skips per-chunk timing of stream hooks.
 
         Returns:

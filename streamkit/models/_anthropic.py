@@ -576,6 +576,7 @@ class AnthropicModel(HTTPModel):
                          timeout=timeout, max_retries=max_retries, backoff=backoff,
                          max_backoff=max_backoff, headers=headers, sleep=sleep,
                          deadline=deadline, max_event_bytes=max_event_bytes)
+        self._session.key_env = "ANTHROPIC_API_KEY"
         if self.base_url.endswith("/v1"):
             self.base_url = self.base_url[:-3]
         self.anthropic_version = anthropic_version

@@ -355,12 +355,21 @@ def _describe(obj: Any) -> tuple[str | None, str | None]:
             (None if message is None else str(message)))
 
 
+_AUTH_WORDS = ("api key", "api_key", "apikey", "authenticat", "unauthori", "credential")
+
+
 def error_from_status(provider: str, status: int, body: bytes | str, url: str,
-                      headers: Mapping[str, str]) -> APICallError:
+                      headers: Mapping[str, str], *,
+                      key_env: str | None = None) -> APICallError:
     """The ``APICallError`` for an HTTP error response.
 
     429, 408, 409 and 5xx are retryable unless the server sent ``x-should-retry: false``
     (``true`` makes anything retryable); ``retry_after`` comes from the response headers.
+
+    ``key_env`` is the variable a key would have come from, given only when the request carried
+    no key. Then a 401/403, or any error whose body speaks of keys or authentication (a LiteLLM
+    proxy answers a missing key with HTTP 500), says that no key was sent and where to put one,
+    and is not retried: the same request would fail the same way.
 
     Example:
         >>> err = error_from_status("OpenAI", 429, b'{"error": {"message": "slow down"}}',
@@ -378,6 +387,12 @@ def error_from_status(provider: str, status: int, body: bytes | str, url: str,
     label = f" ({kind})" if kind else ""
     should = {k.lower(): v for k, v in headers.items()}.get("x-should-retry")
     is_retryable = None if should not in ("true", "false") else should == "true"
+    about_auth = f"{kind} {message}".lower()
+    if key_env is not None and (status in (401, 403)
+                                or any(w in about_auth for w in _AUTH_WORDS)):
+        message = (f"{message} -- no API key was sent: set the {key_env} environment variable "
+                   f"or pass api_key=")
+        is_retryable = False
     return APICallError(f"{provider} API error: HTTP {status}{label} from {url}: {message}",
                         status_code=status, body=_cut(text) or None, is_retryable=is_retryable,
                         url=url, retry_after=parse_retry_after(headers))
@@ -456,6 +471,8 @@ class HTTPSession:
             raise StreamkitError(f"client must be an httpx.AsyncClient, got "
                                  f"{type(client).__name__}")
         self.provider = provider
+        #: The variable an API key comes from; errors of keyless requests name it.
+        self.key_env: str | None = None
         self._borrowed = client
         self._timeout = timeout
         self._owned: httpx.AsyncClient | None = None
@@ -484,6 +501,11 @@ class HTTPSession:
             return {"timeout": self._timeout}
         return {}
 
+    def _missing_key(self, headers: Mapping[str, str]) -> str | None:
+        """``key_env`` when the request carried no key (no ``Authorization``/``x-api-key``)."""
+        sent = {k.lower() for k in headers}
+        return None if "authorization" in sent or "x-api-key" in sent else self.key_env
+
     async def _send(self, url: str, body: Any, headers: Mapping[str, str],
                     deadline: Deadline | None) -> httpx.Response:
         """POST ``body`` as JSON; the response with its headers read and its body not yet.
@@ -498,7 +520,7 @@ class HTTPSession:
             finally:
                 await response.aclose()
             raise error_from_status(self.provider, response.status_code, text, url,
-                                    response.headers)
+                                    response.headers, key_env=self._missing_key(headers))
         return response
 
     async def sse(self, url: str, body: Any, headers: Mapping[str, str], *,

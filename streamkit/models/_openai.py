@@ -565,6 +565,7 @@ class OpenAIChatModel(HTTPModel):
                          timeout=timeout, max_retries=max_retries, backoff=backoff,
                          max_backoff=max_backoff, headers=headers, sleep=sleep,
                          deadline=deadline, max_event_bytes=max_event_bytes)
+        self._session.key_env = "OPENAI_API_KEY"
         self.is_streaming = stream
 
     def _request_headers(self, settings: Mapping[str, Any]) -> dict[str, str]:

@@ -1,0 +1,87 @@
+"""The API reference builds with warnings as errors, its tables come from the code, and the
+examples on its pages run.
+
+``mkdocs build --strict`` (mkdocs + mkdocstrings, in the test extra) renders every docstring of
+the public modules; a docstring Griffe cannot read, a broken link or a missing page fails.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import get_args
+
+import msgspec
+import pytest
+
+from streamkit.agent._routing import ROUTES
+from streamkit.chunks import Chunk, DataChunk
+from streamkit.processors._spec import HOOK_PARAMS
+
+from ._codeblocks import NO_RUN, bad_fences, python_blocks, run_in_order
+from .conftest import REPO
+
+pytest.importorskip("mkdocs", reason="mkdocs is in the test extra: pip install -e '.[test]'")
+pytest.importorskip("mkdocstrings_handlers.python", reason="mkdocstrings[python] is in the "
+                                                           "test extra")
+
+DOCS = REPO / "docs"
+PAGES = sorted(p for p in DOCS.glob("*.md") if p.name != "DESIGN.md")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
+                           str(out)], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stdout}{done.stderr}"
+    return out
+
+
+def test_the_site_builds_strict_with_chunk_and_processor_pages(site: Path) -> None:
+    for page in ("chunks", "processors", "reference/chunks", "reference/ops",
+                 "reference/operators"):
+        assert (site / page / "index.html").is_file(), f"no {page} page"
+    assert "<!-- streamkit:" not in (site / "chunks" / "index.html").read_text()
+
+
+def test_the_chunks_page_lists_every_type_and_payload_field(site: Path) -> None:
+    html = (site / "chunks" / "index.html").read_text()
+    for cls in get_args(Chunk):
+        if cls is DataChunk:
+            assert "<code>data-*</code>" in html
+            continue
+        assert f"<code>{cls.type}</code>" in html and f"<code>{cls.__name__}</code>" in html
+        payload = getattr(cls, "_payload_cls", None)
+        for f in msgspec.structs.fields(payload) if payload else ():
+            if f.name != "extra":
+                assert f"<code>{f.name}" in html, f"{cls.__name__}: field {f.name} missing"
+
+
+def test_the_processors_page_lists_every_hook_argument_and_route(site: Path) -> None:
+    html = (site / "processors" / "index.html").read_text()
+    for hook, params in HOOK_PARAMS.items():
+        assert f"<code>{hook}</code>" in html
+        for param in params:
+            assert f"<code>{param}</code>" in html, f"{hook}: argument {param} missing"
+    for origin in ROUTES:
+        assert f"<code>{origin.name}</code>" in html
+
+
+def test_the_api_reference_renders_docstrings(site: Path) -> None:
+    ops = (site / "reference" / "ops" / "index.html").read_text()
+    assert "map_text" in ops and "fused_source" in ops and "Marble" in ops
+    agent = (site / "reference" / "agent" / "index.html").read_text()
+    assert "text_stream" in agent
+
+
+@pytest.mark.parametrize("page", [pytest.param(p, id=p.name) for p in PAGES])
+async def test_the_examples_on_each_page_run(page: Path, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch,
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    blocks = python_blocks(page)
+    assert not bad_fences(blocks), f"use ```python or ```python {NO_RUN}"
+    for block in blocks:
+        block.compiled()
+    await run_in_order(blocks, monkeypatch, caplog, tmp_path)

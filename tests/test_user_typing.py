@@ -1,0 +1,65 @@
+"""Types for users: a strict user program type-checks with no ignores, and mistakes are caught.
+
+``tests/typing/user_program.py`` narrows chunks with ``isinstance`` and ``match``, reads
+``payload.text``, iterates ``agent.stream(...)`` and ``ops.apply(...)`` (both typed ``Chunk``)
+and calls ``@tool`` functions directly (``Tool[P, R]`` keeps the signature).
+``tests/typing/misuse_program.py`` holds mistakes, each marked with the error code mypy must give.
+Both are checked the way a user's project would be: ``mypy --strict`` on the installed package,
+not with this repository's configuration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import runpy
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO
+
+mypy_api = pytest.importorskip("mypy.api")
+
+PROGRAMS = REPO / "tests" / "typing"
+
+
+def strict_mypy(program: Path, tmp_path: Path) -> list[str]:
+    config = tmp_path / "mypy.ini"
+    config.write_text("[mypy]\nstrict = True\nshow_error_codes = True\n")
+    stdout, stderr, status = mypy_api.run(
+        ["--config-file", str(config), "--no-error-summary", "--hide-error-context",
+         "--cache-dir", str(REPO / ".mypy_cache" / "user-programs"), str(program)])
+    assert status in (0, 1) and not stderr, f"mypy did not run:\n{stdout}{stderr}"
+    return [line for line in stdout.splitlines() if line.strip()]
+
+
+def test_the_user_program_is_strict_clean_with_no_ignores(tmp_path: Path) -> None:
+    source = (PROGRAMS / "user_program.py").read_text()
+    assert "type: ignore" not in source and "cast(" not in source
+    problems = strict_mypy(PROGRAMS / "user_program.py", tmp_path)
+    assert not problems, "a strict user program does not type-check:\n" + "\n".join(problems)
+
+
+def test_the_user_program_runs() -> None:
+    namespace = runpy.run_path(str(PROGRAMS / "user_program.py"))
+    lines = asyncio.run(namespace["main"]())
+    assert "call lookup_customer({'customer_id': 'C-42'})" in lines
+    assert "text ' gold'" in lines and "finish stop" in lines
+    # The agent's reasoning chunk is streamed; ops.drop(is_reasoning) removes it in apply.
+    assert lines.count("reasoning-delta") == 1
+    assert lines[-2:] == ["text 'Hi there. '", "Yes."]
+
+
+def test_mistakes_are_reported_where_marked(tmp_path: Path) -> None:
+    program = PROGRAMS / "misuse_program.py"
+    expected = {(number, m.group(1))
+                for number, line in enumerate(program.read_text().splitlines(), 1)
+                if (m := re.search(r"# E: ([\w-]+)$", line))}
+    assert len(expected) == 4
+    found = set()
+    for line in strict_mypy(program, tmp_path):
+        m = re.match(r".*?:(\d+): error: .*\[([\w-]+)\]$", line)
+        if m:
+            found.add((int(m.group(1)), m.group(2)))
+    assert expected <= found, f"mypy missed {sorted(expected - found)}; it said {sorted(found)}"
