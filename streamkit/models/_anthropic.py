@@ -547,8 +547,15 @@ class AnthropicModel(HTTPModel):
         base_url: the API root, without ``/v1`` (``ANTHROPIC_BASE_URL``'s convention; a
             trailing ``/v1`` is accepted too).
         anthropic_version: the ``anthropic-version`` header.
-        client, timeout, max_retries, backoff, max_backoff, headers, sleep, deadline,
-            max_event_bytes: as for ``OpenAIChatModel``.
+        client: as for ``OpenAIChatModel``.
+        timeout: as for ``OpenAIChatModel``.
+        max_retries: as for ``OpenAIChatModel``.
+        backoff: as for ``OpenAIChatModel``.
+        max_backoff: as for ``OpenAIChatModel``.
+        headers: as for ``OpenAIChatModel``.
+        sleep: as for ``OpenAIChatModel``.
+        deadline: as for ``OpenAIChatModel``.
+        max_event_bytes: as for ``OpenAIChatModel``.
 
     Extended thinking is a provider option:
     ``provider_options={"anthropic": {"thinking": {"type": "enabled", "budget_tokens": 2048}}}``.
