@@ -40,6 +40,10 @@ FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("streamkit/tokens.py", "tiktoken"):
         "heavy: `import streamkit` imports tokens; tiktoken's native extension loads on first "
         "count",
+    ("streamkit/tracing/_settings.py", "streamkit.tracing._spans"):
+        "optional: _spans imports opentelemetry; it loads on the first run traced (the "
+        "application has loaded opentelemetry.trace by then) or in instrument(), so `import "
+        "streamkit` never pays opentelemetry's import and works without it",
     ("streamkit/tokens.py", "tiktoken.model"):
         "heavy: as tiktoken, only when a model id is mapped to its encoding",
 }

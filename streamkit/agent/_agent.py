@@ -318,7 +318,7 @@ class Agent:
             structured_output=structured,
             structured_schema=schema_of(structured) if structured is not None else None,
             memory=self.memory, thread_id=call.thread_id, resource_id=call.resource_id,
-            request_context=rc, timed=call.trace)
+            request_context=rc, timed=call.trace, agent_name=self.name)
 
     def graph(self, *, input_processors: Processors | Override | None = None,
               output_processors: Processors | Override | None = None,

@@ -62,6 +62,8 @@ class RunConfig:
     resource_id: str | None
     request_context: dict[str, Any]
     timed: bool
+    #: The agent's display name (``Agent(name=...)``, else its id): spans are named after it.
+    agent_name: str = ""
 
     @property
     def keeps_chunks(self) -> bool:
