@@ -11,7 +11,7 @@ import asyncio
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -248,6 +248,44 @@ def test_span_count_never_depends_on_chunk_count(chunk_size: int, words: int) ->
     assert not any(s.events for s in spans)  # no span event per chunk either
 
 
+INPUT_HOOKS = ("process_input", "process_input_step", "process_llm_request",
+               "process_llm_response")
+OUTPUT_HOOKS = ("process_output_stream", "process_output_step", "process_tool_result",
+                "process_output_result")
+
+
+def _passing(hook_name: str) -> Any:
+    if hook_name == "process_output_stream":
+        return lambda part: part
+    return lambda: None
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inputs=st.sets(st.sampled_from(INPUT_HOOKS)), outputs=st.sets(st.sampled_from(OUTPUT_HOOKS)),
+       tools=st.integers(0, 3), is_async=st.booleans())
+def test_processor_spans_mirror_the_trace_one_to_one(inputs: set[str], outputs: set[str],
+                                                     tools: int, is_async: bool) -> None:
+    mode = "async" if is_async else "sync"
+    inp = [P("inp", **{h: as_mode(_passing(h), mode) for h in inputs})] if inputs else []
+    out = [P("out", **{h: as_mode(_passing(h), mode) for h in outputs})] if outputs else []
+    script = [tool_call("lookup", {"order_id": str(i)}) for i in range(tools)]
+    provider, exporter = _provider()
+    saved = _settings._settings
+    instrument(provider)
+    try:
+        agent = Agent(id="a", tools=[lookup], input_processors=inp, output_processors=out,
+                      model=ScriptedModel([*script, text("done")]))
+        result = asyncio.run(agent.generate("hi"))
+    finally:
+        _settings._settings = saved
+    spans = exporter.get_finished_spans()
+    assert mirrored(spans) == trace_rows(result)
+    assert len(spans) == 1 + 2 * len(result.steps) + tools + len(result.trace)
+    assert len({s.context.trace_id for s in spans}) == 1
+    ids = {s.context.span_id for s in spans}
+    assert all(s.parent is None or s.parent.span_id in ids for s in spans)
+
+
 async def test_replayed_step_has_no_chat_span(traced: Traced) -> None:
     recorded = [c async for c in ScriptedModel([text("cached")]).stream(
         ModelRequest(prompt=[{"role": "user", "content": "hi"}]))]
@@ -363,6 +401,42 @@ async def test_api_error_retried_by_an_error_processor(traced: Traced, mode: str
     assert run.status.status_code is StatusCode.UNSET
     assert attrs(run)["gen_ai.usage.output_tokens"] == result.usage.output_tokens
     assert mirrored(spans) == trace_rows(result)
+
+
+class CutStream:
+    """A model whose first stream ends without its ``finish`` (the loop's ``collect`` raises
+    ``APICallError``); later calls play ``text(answer)``."""
+
+    provider = "custom"
+    model_id = "cut"
+
+    def __init__(self, answer: str) -> None:
+        self.calls = 0
+        self.answer = answer
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+        self.calls += 1
+        inner = ScriptedModel([text(self.answer)]).stream(request)
+        return _without_finish(inner) if self.calls == 1 else inner
+
+
+async def _without_finish(source: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    async for chunk in source:
+        if chunk.type != "finish":
+            yield chunk
+
+
+async def test_stream_cut_before_its_finish_fails_that_chat_span(traced: Traced) -> None:
+    agent = Agent(id="a", model=CutStream("whole answer"), error_processors=[
+        P("again", process_api_error=lambda error: {"retry": True})])
+    result = await agent.generate("hi")
+    spans = traced.spans()
+    assert result.text == "whole answer"
+    cut, whole = in_order(spans, "chat cut")
+    assert cut.status.status_code is StatusCode.ERROR and attrs(cut)["error.type"] == "APICallError"
+    assert whole.status.status_code is StatusCode.UNSET
+    assert outline(spans) == ["invoke_agent a", "  step 0", "    chat cut",
+                              "    process_api_error again", "    chat cut"]
 
 
 async def test_unrecovered_api_error_fails_chat_step_and_run(traced: Traced, mode: str) -> None:

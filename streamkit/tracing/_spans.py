@@ -231,12 +231,12 @@ class SpanTracer(RunTracer):
         if self._records:
             self._flush(node, nxt)
         # What ends first (a step's end comes before the next step's start).
-        if node == "collect":
-            self._chat_done(run)
-        elif nxt == "process_api_error":
+        if nxt == "process_api_error":  # from model, process_output_stream or collect
             error = run.state.step.api_error if run.state.step is not None else None
             if error is not None:
                 self._chat_failed(error)
+        elif node == "collect":
+            self._chat_done(run)
         elif node == "process_tool_result":
             self._end_tools(run)
         elif node == "model" and nxt == "fail" and run.state.error is not None:
@@ -287,6 +287,7 @@ class SpanTracer(RunTracer):
         self._stream_start = 0
 
     def _start_chat(self, run: Run) -> None:
+        self._end_chat(run, delivered=False)  # never two open calls (the graph does not allow it)
         st = run.state
         step = run.step
         provider, model_id = _model_attrs(step.model)
