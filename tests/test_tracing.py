@@ -8,6 +8,7 @@ interpreters."""
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 import sys
 import textwrap
@@ -31,6 +32,7 @@ from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
 from streamkit_operators import PIIDetector  # noqa: E402
 
 from streamkit import Agent, APICallError, ProcessorError, tool  # noqa: E402
+from streamkit._demo import build_agent  # noqa: E402
 from streamkit.errors import InvalidType  # noqa: E402
 from streamkit.models import ModelRequest  # noqa: E402
 from streamkit.testing import ScriptedModel, api_error, text, tool_call  # noqa: E402
@@ -795,3 +797,16 @@ def test_a_global_provider_turns_tracing_on_without_instrument() -> None:
         print(len(exporter.get_finished_spans()))
     """)
     assert out.splitlines() == ["['chat scripted-model', 'invoke_agent a', 'step 0']", "0"]
+
+
+async def test_readme_tree_is_what_the_demo_emits(traced: Traced) -> None:
+    readme = (REPO / "README.md").read_text()
+    block = re.search(r"```\n(invoke_agent Support.+?)\n```", readme, re.S)
+    assert block is not None, "README's tracing section lost its tree"
+    shown = []
+    for line in block.group(1).splitlines():
+        name = re.sub(r"^[│├└─ ]*", "", line).split("  ")[0]
+        depth = (len(line) - len(re.sub(r"^[│├└─ ]*", "", line))) // 3
+        shown.append("  " * depth + name)
+    await build_agent().generate("Where is my order? I'm customer C-42.", thread_id="t-1")
+    assert outline(traced.spans()) == shown
