@@ -98,7 +98,11 @@ def instrument(tracer_provider: Any = None, *, capture_content: bool | None = No
 def uninstrument() -> None:
     """Stop tracing runs: from the next ``agent.stream()``/``generate()`` on, streamkit emits
     no spans, even with a global tracer provider, until ``instrument()`` is called again. Runs
-    already going keep their tracer to the end (their span trees stay whole)."""
+    already going keep their tracer to the end (their span trees stay whole).
+
+    Example:
+        >>> streamkit.tracing.uninstrument()  # runs started from here on emit no spans
+    """
     global _settings
     _settings = _Settings(enabled=False)
 
