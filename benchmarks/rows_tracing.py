@@ -26,7 +26,8 @@ is left out.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from streamkit import Agent
 from streamkit.testing import ScriptedModel, text
