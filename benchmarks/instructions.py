@@ -7,6 +7,7 @@ requests minus none), so start-up and imports cancel out. ``PYTHONHASHSEED`` is 
 
     python -m benchmarks.instructions                       # this checkout
     python -m benchmarks.instructions --tree ../old-checkout  # another checkout, same workloads
+    python -m benchmarks.instructions --only otel            # rows whose name contains "otel"
 
 Needs ``valgrind`` on PATH (Debian's package). Not part of ``python -m benchmarks``: one figure
 takes a few seconds to a minute under callgrind.
@@ -78,6 +79,25 @@ asyncio.run(main())
 """,
 }
 
+# The agent.stream workload with opentelemetry in three states (``otel`` rows): not importable
+# (as if not installed), imported but no provider set, and an SDK provider tracing every run.
+_OTEL_STATES = {
+    "otel absent": 'import sys\nsys.modules["opentelemetry"] = None\n',
+    "otel unconfigured": "import opentelemetry.trace\n",
+    "otel tracing on": """
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
+trace.set_tracer_provider(provider)
+""",
+}
+for _state, _setup in _OTEL_STATES.items():
+    _WORKLOADS[f"agent.stream · {_state}"] = _setup + _WORKLOADS["agent.stream"]
+    _WORKLOADS[f"requests · {_state}"] = _setup + _WORKLOADS["100-chunk requests"]
+
 #: (workload, processors, small, large, unit): the figure is (large - small) / (large - small size)
 ROWS = [
     ("ops.apply", 0, 0, 20_000, "chunk"),
@@ -88,6 +108,8 @@ ROWS = [
     ("agent.stream", 3, 1, 10_001, "chunk"),
     ("100-chunk requests", 0, 0, 200, "request"),
     ("100-chunk requests", 3, 0, 200, "request"),
+    *((f"agent.stream · {state}", 3, 1, 10_001, "chunk") for state in _OTEL_STATES),
+    *((f"requests · {state}", 3, 0, 200, "request") for state in _OTEL_STATES),
 ]
 
 
@@ -104,6 +126,8 @@ def _count(tree: Path, script: Path, k: int, n: int) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", metavar="TEXT",
+                        help="only the rows whose workload name contains TEXT")
     parser.add_argument("--tree", type=Path, default=Path(__file__).resolve().parent.parent,
                         help="the checkout to measure (default: this one)")
     args = parser.parse_args(argv)
@@ -117,9 +141,11 @@ def main(argv: list[str] | None = None) -> None:
             scripts[name].write_text(body)
         print(f"instructions per unit, {tree}")
         for name, k, small, large, unit in ROWS:
+            if args.only and args.only not in name:
+                continue
             a = _count(tree, scripts[name], k, small)
             b = _count(tree, scripts[name], k, large)
-            print(f"  {name:<20} {k:>2} processors  {(b - a) / (large - small):>12,.0f} per {unit}")
+            print(f"  {name:<32} {k:>2} processors  {(b - a) / (large - small):>12,.0f} per {unit}")
 
 
 if __name__ == "__main__":

@@ -160,6 +160,7 @@ def check_targets(results: Sequence[Result]) -> list[Target]:
     * SSE parsing linear in line length: the parser's ratio to the floor of building the
       line's ``str`` at the largest size ≤ 1.5× its ratio at the smallest (a quadratic parser's
       ratio grows with the line).
+    * tracing: opentelemetry installed but unconfigured ≤ 1.1× absent; tracing on ≤ 1.1× off.
     """
     out: list[Target] = []
     groups = sorted({r.group for r in results}, key=[r.group for r in results].index)
@@ -193,6 +194,16 @@ def check_targets(results: Sequence[Result]) -> list[Target]:
                 out.append(Target("wire encode ≥ 4× faster than json",
                                   f"{g} / encode stdlib json", js.ratio, 4.0, "× faster",
                                   js.ratio >= 4.0))
+        elif g.startswith("tracing"):
+            for r in results:
+                if r.group != g or r.ratio is None:
+                    continue
+                if r.name.startswith("otel installed, unconfigured"):
+                    out.append(Target("otel unconfigured ≤ 1.1× absent", r.name, r.ratio, 1.1,
+                                      "×", r.ratio <= 1.1))
+                elif r.name.startswith("tracing on ·") and "content" not in r.name:
+                    out.append(Target("tracing on ≤ 1.1× off", r.name, r.ratio, 1.1, "×",
+                                      r.ratio <= 1.1))
         elif g.startswith("agent.stream"):
             for r in results:
                 if r.group != g:

@@ -17,12 +17,13 @@ from .harness import Group
 from .rows_agent import agent_groups, memory_groups, request_groups
 from .rows_replay import replay_groups
 from .rows_runner import runner_groups
+from .rows_tracing import tracing_groups
 from .rows_wire import wire_groups
 
 __all__ = ["Sizes", "build_suite", "SECTIONS"]
 
 #: Sections in table order; ``--only`` matches these names or any part of a group title.
-SECTIONS = ("wire", "runner", "agent", "requests", "memory", "replay")
+SECTIONS = ("wire", "runner", "agent", "tracing", "requests", "memory", "replay")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +99,9 @@ def build_suite(sizes: Sizes, only: list[str] | None = None) -> list[Group]:
 
     Args:
         sizes: workload sizes.
-        only: keep just these sections (``wire``, ``runner``, ``agent``, ``requests``,
-            ``memory``, ``replay``) or the groups whose title contains one of these strings.
+        only: keep just these sections (``wire``, ``runner``, ``agent``, ``tracing``,
+            ``requests``, ``memory``, ``replay``) or the groups whose title contains one of these
+            strings.
     """
     wanted = [w.lower() for w in only or []]
     patterns = [w for w in wanted if w not in SECTIONS]
@@ -109,6 +111,8 @@ def build_suite(sizes: Sizes, only: list[str] | None = None) -> list[Group]:
         "runner": lambda: runner_groups(sizes.runner_chunks, sizes.repeat_micro),
         "agent": lambda: agent_groups(sizes.agent_short, sizes.agent_long, sizes.repeat,
                                       long_memory=sizes.long_memory),
+        # Ratios near 1 need more, longer runs to rise above the noise (~8 s in all).
+        "tracing": lambda: tracing_groups(sizes.agent_short * 5, sizes.repeat * 3),
         "requests": lambda: request_groups(sizes.requests, sizes.concurrency,
                                            sizes.request_chunks, sizes.repeat),
         "memory": lambda: memory_groups(sizes.inflight, sizes.request_chunks, sizes.repeat),

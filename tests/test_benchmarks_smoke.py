@@ -44,6 +44,7 @@ def test_every_section_has_its_groups(tiny_run: tuple[list[Result], dict[str, An
     assert {"runner · 0 processors", "runner · 3 transforms · sync",
             "runner · 3 transforms · async"} <= set(runner)
     assert sum(h.startswith("agent.stream") for h in heads) == 1
+    assert sum(h == "tracing" for h in heads) == 1
     assert sum(h == "requests" for h in heads) == 1
     assert sum(h == "memory" for h in heads) == 1
     assert sum(h == "replay" for h in heads) == 1
@@ -59,6 +60,8 @@ def test_rows_compare_to_a_baseline_of_their_own_group(
         assert any(r.baseline is None for r in rows.values()), group
         for r in rows.values():
             repeat = TINY.repeat_micro if group.startswith(("wire", "runner")) else TINY.repeat
+            if group.startswith("tracing"):
+                repeat *= 3  # ratios near 1: more runs (benchmarks/suite.py)
             assert len(r.times) == repeat and all(t > 0 for t in r.times)
             assert r.chunks > 0 and r.chunks_per_s > 0 and r.us_per_chunk > 0
             if r.baseline is None:
@@ -92,6 +95,18 @@ def test_agent_rows_cover_both_lengths_and_report_flatness(
     assert all(r.bytes_per_request is not None and r.bytes_per_request > 0 for r in memory)
     requests = [r for r in results if r.group.startswith("requests")]
     assert len(requests) == 4 and all(r.requests_per_s for r in requests)
+
+
+def test_tracing_rows_measure_each_state_against_its_own_baseline(
+        tiny_run: tuple[list[Result], dict[str, Any]]) -> None:
+    results, _ = tiny_run
+    rows = {r.name.rsplit(" · ", 1)[0]: r for r in results if r.group.startswith("tracing")}
+    assert {name: r.baseline and r.baseline.rsplit(" · ", 1)[0] for name, r in rows.items()} == {
+        "otel absent": None, "otel installed, unconfigured": "otel absent",
+        "tracing on": "otel installed, unconfigured",
+        "tracing on · content capture": "otel installed, unconfigured"}
+    names = {t.name for t in check_targets(results)}
+    assert {"otel unconfigured ≤ 1.1× absent", "tracing on ≤ 1.1× off"} <= names
 
 
 def test_table_has_one_line_per_row(tiny_run: tuple[list[Result], dict[str, Any]]) -> None:
@@ -211,7 +226,8 @@ def test_targets_are_judged_from_rows_present(
                      "runner sync ≤ 1.3× hand loop", "runner sync faster than reactivex",
                      "agent.stream 3 transforms ≥ 500k chunks/s",
                      "per-chunk cost flat (long ≤ 1.2× short)",
-                     "SSE parsing linear (ratio to floor flat)"}
+                     "SSE parsing linear (ratio to floor flat)",
+                     "otel unconfigured ≤ 1.1× absent", "tracing on ≤ 1.1× off"}
     assert machine()["cpus"]
 
 

@@ -115,6 +115,7 @@ INTENDED: dict[str, set[str]] = {
         "GraphError", "MemoryStoreError", "UsageError", "InvalidArgument", "InvalidType",
     },
     "streamkit.tripwire": {"TripWire", "Violation"},
+    "streamkit.tracing": {"instrument", "uninstrument"},
     "streamkit_operators": {
         # prompt hygiene, budgets, caching, structuring, provider quirks
         "UnicodeNormalizer", "SystemPromptScrubber", "TokenLimiter", "BatchParts",

@@ -60,6 +60,10 @@ FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
         "needs it",
     ("streamkit/replay/_execute.py", "ray.data"):
         "optional and heavy: as ray",
+    ("streamkit/tracing/_settings.py", "streamkit.tracing._spans"):
+        "optional: _spans imports opentelemetry; it loads on the first run traced (the "
+        "application has loaded opentelemetry.trace by then) or in instrument(), so `import "
+        "streamkit` never pays opentelemetry's import and works without it",
     ("streamkit/tokens.py", "tiktoken.model"):
         "heavy: as tiktoken, only when a model id is mapped to its encoding",
 }

@@ -143,3 +143,87 @@ result = await agent.stream("What did I ask about?", thread_id="t1", resource_id
 
 # %%
 await memory.close()
+
+# %% [markdown]
+# ## Tracing with OpenTelemetry
+#
+# A separate part: the same agent, traced. With `opentelemetry-api` installed
+# (`pip install 'streamkit[otel]'`) and a tracer provider configured, every run is a tree of
+# spans with the GenAI semantic conventions: `invoke_agent` → `step {n}` → `chat {model}` per
+# model call and `execute_tool {tool}` per tool call, plus one span per processor hook call
+# (the rows of `result.trace`). Nothing is per chunk. Here the SDK's console exporter prints one
+# line per span as it ends (its `formatter` keeps each to one line; without it every span is
+# printed as JSON), and an in-memory exporter keeps the spans to draw the tree.
+# `streamkit.tracing.instrument(provider)` picks this provider for streamkit alone; setting the
+# global one (`opentelemetry.trace.set_tracer_provider`) is enough too.
+
+# %%
+import sys
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import streamkit.tracing
+
+
+def one_line(span):
+    ms = (span.end_time - span.start_time) / 1e6
+    return f"{span.name:<40} {span.kind.name:<8} {ms:8.2f} ms\n"
+
+
+kept = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stdout,
+                                                                    formatter=one_line)))
+provider.add_span_processor(SimpleSpanProcessor(kept))
+streamkit.tracing.instrument(provider)
+
+traced = await agent.generate("Where is my order O-7? I am C-42.", model=ScriptedModel([
+    [tool_call("lookup_customer", {"customer_id": "C-42"}),
+     tool_call("track_order", {"order_id": "O-7"})],
+    text("Hi Ada! Order O-7 is in transit with DHL and arrives Friday."),
+]))
+
+# %% [markdown]
+# The tree, as a trace viewer draws it (a few attributes shown):
+
+# %%
+SHOWN = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
+         "gen_ai.response.finish_reasons", "streamkit.processor.outcome",
+         "streamkit.processor.calls", "streamkit.processor.dropped")
+
+
+def shown_value(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
+def tree(spans, parent=None, prefix=""):
+    kids = sorted((s for s in spans if (s.parent.span_id if s.parent else None) == parent),
+                  key=lambda s: s.start_time)
+    lines = []
+    for i, span in enumerate(kids):
+        last = i == len(kids) - 1
+        shown = " ".join(f"{key.rsplit('.', 1)[-1]}={shown_value(value)}"
+                         for key, value in span.attributes.items() if key in SHOWN)
+        lines.append(f"{prefix}{'└─ ' if last else '├─ '}{span.name}  {shown}".rstrip())
+        lines += tree(spans, span.context.span_id, prefix + ("   " if last else "│  "))
+    return lines
+
+
+spans = kept.get_finished_spans()
+print("\n".join(tree(spans)))
+
+# %% [markdown]
+# The run span's attributes: usage equals `result.usage`. No prompt or answer is on any span
+# unless content capture is turned on (`capture_content=True`, or
+# `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`) — and then only what the
+# processors left (here: the tool result without `internal_notes`).
+
+# %%
+run_span = next(s for s in spans if s.parent is None)
+assert run_span.attributes["gen_ai.usage.output_tokens"] == traced.usage.output_tokens
+dict(run_span.attributes)
+
+# %%
+streamkit.tracing.uninstrument()  # streamkit emits no spans from here on

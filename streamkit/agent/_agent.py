@@ -332,7 +332,7 @@ class Agent:
             memory=self.memory, thread_id=_check_id("thread_id", call.thread_id),
             resource_id=_check_id("resource_id", call.resource_id),
             request_context=rc, timed=call.trace, tool_timeout=self.tool_timeout,
-            hook_timeout=self.hook_timeout)
+            hook_timeout=self.hook_timeout, agent_name=self.name)
 
     def graph(self, *, input_processors: Processors | Override | None = None,
               output_processors: Processors | Override | None = None,

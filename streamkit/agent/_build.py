@@ -6,6 +6,7 @@ and the structured-output object. Pure functions of their arguments; the nodes c
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import msgspec
@@ -81,7 +82,7 @@ class StepRecorder:
     """
 
     __slots__ = ("entries", "texts", "chunks", "tool_calls", "objects", "_reasons",
-                 "_signatures")
+                 "_signatures", "first_text_ns")
 
     def __init__(self, keep_chunks: bool) -> None:
         # entries, in order of first appearance: a text buffer (list[str]), a reasoning
@@ -93,6 +94,9 @@ class StepRecorder:
         self.objects: list[Any] = []
         self._reasons: dict[str, list[str]] = {}
         self._signatures: dict[str, str] = {}
+        #: ``perf_counter_ns()`` when the first text part opened (its first delta was
+        #: delivered): the step's time to first chunk. Read once per part, never per chunk.
+        self.first_text_ns = 0
 
     def open_text(self, text_id: str) -> list[str]:
         """The buffer of text part ``text_id`` (created, in order, on first use)."""
@@ -100,6 +104,8 @@ class StepRecorder:
         if buf is None:
             buf = self.texts[text_id] = []
             self.entries.append(buf)
+            if not self.first_text_ns:
+                self.first_text_ns = time.perf_counter_ns()
         return buf
 
     def add(self, c: Any) -> None:

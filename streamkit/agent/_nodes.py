@@ -366,10 +366,11 @@ async def _call_tool(run: Run, call: dict[str, Any]) -> tuple[bool, Any]:
         if tool is None:
             raise ToolError(f"unknown tool {name!r}; available: {sorted(step.tools)}",
                             tool_name=name)
-        return True, await tool.run(call["args"] if call["args"] is not None else {},
-                                    timeout=run.config.tool_timeout, writer=run.tool_writer,
-                                    request_context=run.runtime.request_context,
-                                    tool_call_id=call["tool_call_id"], abort_signal=None)
+        with run.tracer.tool_context(call["tool_call_id"]):  # spans the tool makes nest in
+            return True, await tool.run(call["args"] if call["args"] is not None else {},
+                                        timeout=run.config.tool_timeout, writer=run.tool_writer,
+                                        request_context=run.runtime.request_context,
+                                        tool_call_id=call["tool_call_id"], abort_signal=None)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - a failing tool is reported to the model
@@ -432,6 +433,7 @@ async def process_tool_result(run: Run) -> str:
                                     error={"name": type(value).__name__, "message": str(value)},
                                     run_id=run.run_id, from_=AGENT), Origin.STEP)
             continue
+        run.tracer.tool_hooks(cid)
         args = _base_args(run)
         args.update(tool_name=name, tool_call_id=cid, args=targs, result=value,
                     provider_executed=False)

@@ -30,6 +30,7 @@ from ..graph import END, START, Graph
 from ..messages import DataPart, Message, MessageContent, MessageList, ToolInvocationPart
 from ..processors._chain import StreamChain
 from ..processors._runtime import RequestRuntime
+from ..tracing._settings import run_tracer
 from ..tripwire import TripWire
 from ._build import StepRecorder, error_text
 from ._result import AgentResult, TripwireInfo
@@ -109,6 +110,9 @@ class Run:
         self.tool_writer = self.outbox.writer(Origin.TOOL_WRITER)
         self.hook_writer = self.outbox.writer(Origin.HOOK_WRITER)
         self.result_writer = self.outbox.writer(Origin.RESULT_WRITER)
+        # Resolved once per run, here, so the run's spans nest under the caller's current span
+        # (``tracing.NOOP`` when tracing is off; called per node, never per chunk).
+        self.tracer = run_tracer()
 
     @property
     def step(self) -> StepState:
@@ -172,6 +176,8 @@ class Run:
         st = self.state
         node = START
         outbox = self.outbox
+        tracer = self.tracer
+        tracer.begin(self)
         try:
             while node != END:
                 try:
@@ -235,10 +241,15 @@ class Run:
                     for chunk in outbox.take():
                         self.deliver(chunk)
                         yield chunk
+                tracer.transition(self, node, nxt)
                 self.graph.check(node, nxt)
                 node = nxt
+        except BaseException as exc:
+            tracer.end(self, exc)
+            raise
         finally:
             await self.close_source()
+        tracer.end(self, None)
 
     async def _tripwire(self, tw: TripWire, node: str) -> str:
         """Where a TripWire from ``node`` leads: ``retry`` or ``tripwire``."""

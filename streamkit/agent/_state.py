@@ -64,6 +64,8 @@ class RunConfig:
     timed: bool
     tool_timeout: float | None = None
     hook_timeout: float | None = None
+    #: The agent's display name (``Agent(name=...)``, else its id): spans are named after it.
+    agent_name: str = ""
 
     @property
     def keeps_chunks(self) -> bool:

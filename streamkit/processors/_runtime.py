@@ -130,6 +130,8 @@ class RequestRuntime:
         self.run_id = run_id
         self.timed = timed
         self.trace: list[TraceRecord] = []
+        #: Called with every record as it is added (the run's tracer sets it; ``None`` when off).
+        self.on_record: Callable[[TraceRecord], None] | None = None
 
     def state(self, processor_id: str) -> dict[str, Any]:
         """The state dict of ``processor_id`` for this request (created on first use)."""
@@ -146,17 +148,22 @@ class RequestRuntime:
 
     def record(self, processor_id: str, hook: str, step: int | None, duration: float,
                outcome: str, detail: str | None = None) -> None:
-        self.trace.append(TraceRecord(processor_id, hook, step, duration, outcome, detail=detail))
+        self._add(TraceRecord(processor_id, hook, step, duration, outcome, detail=detail))
 
     def record_stream(self, processor_id: str, step: int | None, calls: int, dropped: int,
                       ns: float, first_ns: int, outcome: str = "ok",
                       detail: str | None = None, first_chunk_delay: float | None = None) -> None:
         if dropped and outcome == "ok":
             outcome = "dropped"
-        self.trace.append(TraceRecord(
+        self._add(TraceRecord(
             processor_id, "process_output_stream", step, ns / 1e9, outcome, calls=calls,
             dropped=dropped, first_call=first_ns / 1e9 if calls else None, detail=detail,
             first_chunk_delay=first_chunk_delay))
+
+    def _add(self, record: TraceRecord) -> None:
+        self.trace.append(record)
+        if self.on_record is not None:
+            self.on_record(record)
 
     async def violation(self, spec: ProcessorSpec | None, tripwire: TripWire,
                         hook: str | None = None) -> None:
