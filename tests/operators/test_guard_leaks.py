@@ -19,6 +19,7 @@ How each piece works is tested in ``test_guard_paths.py`` and ``test_fold.py``.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable
@@ -268,6 +269,30 @@ CASES = [pytest.param(g, kind, path, id=f"{g}-{kind}-{path}")
          for g, (_, kinds) in GUARDS.items() for kind in kinds for path in PATHS]
 
 
+class NoGuard:
+    """A processor that changes nothing: the matrix's control group."""
+
+    id = "no-guard"
+
+    def process_input(self, messages: list[Any]) -> None:
+        return None
+
+    def process_output_stream(self, part: Any) -> Any:
+        return part
+
+
+@pytest.mark.parametrize("secret", [SECRETS["card"], LOOKALIKES["card"]],
+                         ids=["plain", "look-alike"])
+@pytest.mark.parametrize("path", PATHS)
+async def test_without_a_guard_every_path_leaks(tmp_path: Path, path: str, secret: str) -> None:
+    """The control: with no guard, each path does carry the secret out, and ``leaks`` sees it
+    (so the zero-leak assertions below can fail)."""
+    steps, prompt = PATHS[path](secret)
+    run = await attack(tmp_path, NoGuard(), steps, prompt, tools(secret, "sync"))
+    where = leaks(run, secret)
+    assert ("model" in where) if path == "input" else ("consumer" in where and "stored" in where)
+
+
 @pytest.mark.parametrize("guard_name, kind, path", CASES)
 async def test_no_secret_leaks(tmp_path: Path, guard_name: str, kind: str, path: str) -> None:
     secret = SECRETS[kind]
@@ -440,6 +465,8 @@ def streamed(draw: Any, text: str) -> list[Any]:
     return [*out, TextEnd(id="t1", **ENV), ReasoningEnd(id="r1", **ENV)]
 
 
+_EXAMPLE = itertools.count()
+
 PROPERTY_GUARDS = [pytest.param(factory, kinds, id=name)
                    for name, (factory, kinds) in GUARDS.items()]
 
@@ -452,7 +479,7 @@ async def test_consumer_text_is_stored_text_is_one_shot_redaction(
         tmp_path: Path, factory: Callable[[], Any], kinds: tuple[str, ...], data: Any) -> None:
     whole = data.draw(texts())
     chunks = data.draw(streamed(whole))
-    db = tmp_path / f"{abs(hash((whole, len(chunks))))}.db"
+    db = tmp_path / f"{next(_EXAMPLE)}.db"  # a fresh store per example
     memory = Memory(store=SQLiteStore(str(db)))
     guard = factory()
     agent = Agent(id="p", model=RawModel([chunks]), output_processors=[guard], memory=memory)
