@@ -106,11 +106,16 @@ def _match_ending_at(pattern: regex.Pattern[str], s: str, st: int, e: int
     the text after the window is a sentinel character (one the window does not contain) and a
     copy of the window's text from ``e`` on; the pattern is followed by a look-ahead that the
     rest of the string is ``X``, one character, ``X`` again — which, the sentinel occurring once,
-    holds only when the match ends at ``e``. The match's groups are the rule's own."""
+    holds only when the match ends at ``e`` (the copy is compared case-sensitively whatever the
+    rule's flags). The match's groups are the rule's own."""
     ending = _ENDING.get(pattern)
     if ending is None:
+        if len(_ENDING) >= 256:  # bounded: rules built per request cannot grow it forever
+            _ENDING.clear()
+        nl = "\n" if pattern.flags & regex.VERBOSE else ""
         ending = _ENDING[pattern] = regex.compile(
-            rf"(?:{pattern.pattern})(?=(?P<_sk_rest>(?s:.*))(?s:.)(?P=_sk_rest)\Z)",
+            # A newline ends a verbose pattern's trailing comment before the group closes.
+            rf"(?:{pattern.pattern}{nl})(?=(?P<_sk_rest>(?s:.*))(?s:.)(?-i:(?P=_sk_rest))\Z)",
             pattern.flags)
     lo = max(0, st - 64)
     window = s[lo:min(len(s), e + 16)]

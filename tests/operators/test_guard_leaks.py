@@ -28,6 +28,7 @@ from typing import Any
 
 import msgspec
 import pytest
+import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from streamkit_operators import PIIDetector, RegexFilter, Rule, find_all
@@ -388,6 +389,28 @@ async def test_a_card_padded_to_fail_its_checksum_is_still_found(text: str, fact
     guard = factory()
     whole = one_shot(guard, text)
     assert whole != text and compact(SECRETS["card"]) not in compact(whole)
+    for cut in range(1, len(text)):
+        chunks = [TextDelta(id="t1", text=text[:cut], **ENV),
+                  TextDelta(id="t1", text=text[cut:], **ENV), TextEnd(id="t1", **ENV)]
+        out = [c async for c in ops.apply(chunks, guard)]
+        assert "".join(c.payload.text for c in out if c.__class__ is TextDelta) == whole
+
+
+@pytest.mark.parametrize("pattern", [
+    pytest.param(r"[a-z]{2}\d{6,8}(?!\d)", id="plain"),
+    pytest.param(regex.compile(r"[a-z]{2} \d{6,8} (?!\d)  # an id", regex.I | regex.X),
+                 id="verbose-ignorecase"),
+])
+async def test_a_custom_validated_rule_finds_the_valid_match_inside_a_failed_one(
+        pattern: Any) -> None:
+    """``AB12345678`` fails the check (an id ends in 7) and its shorter prefixes are followed by
+    a digit (no match where they stand: the look-ahead sees the real text), so it stays; the
+    two ids that end in 7 are found. Streamed at every 2-way split: the one-shot result."""
+    rule = Rule("id", pattern, validate=lambda t: t.endswith("7"))
+    guard = RegexFilter(rules=[rule], strategy="redact")
+    text = "ids: AB12345678, ab123457 and ab1234567 8"
+    whole = one_shot(guard, text)
+    assert whole == "ids: AB12345678, [REDACTED] and [REDACTED] 8"
     for cut in range(1, len(text)):
         chunks = [TextDelta(id="t1", text=text[:cut], **ENV),
                   TextDelta(id="t1", text=text[cut:], **ENV), TextEnd(id="t1", **ENV)]
