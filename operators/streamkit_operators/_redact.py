@@ -67,6 +67,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
+import msgspec
 import regex
 
 from streamkit.errors import InvalidArgument, InvalidType
@@ -316,6 +317,13 @@ def map_strings(value: Any, fn: Callable[[str], str]) -> Any:
     the same key (both redacted to ``[EMAIL]``), the later ones get ``#2``, ``#3``… so no value
     is lost.
 
+    Any other value that reaches a client as JSON is seen as it will be sent: a dataclass, a
+    ``msgspec.Struct``, a set, a datetime… is mapped as its ``msgspec.to_builtins`` form, and
+    that form is returned when ``fn`` changed a string in it (else the value itself). Bytes are
+    read as UTF-8 text: when ``fn`` changes that text, the text is returned (a client would have
+    decoded the base64 of the bytes). Values ``msgspec`` cannot encode are kept (they cannot
+    reach the wire either).
+
     Example:
         >>> map_strings({"a1": ["b2", 3], "c3": "a1"}, str.upper)
         {'A1': ['B2', 3], 'C3': 'A1'}
@@ -340,7 +348,23 @@ def map_strings(value: Any, fn: Callable[[str], str]) -> Any:
         return [map_strings(v, fn) for v in value]
     if isinstance(value, tuple):
         return tuple(map_strings(v, fn) for v in value)
-    return value
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        try:
+            text = bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            return value
+        mapped = fn(text)
+        return value if mapped == text else mapped
+    try:
+        plain = msgspec.to_builtins(value)
+    except (TypeError, msgspec.EncodeError):
+        return value
+    if plain is value:
+        return value
+    mapped = map_strings(plain, fn)
+    return value if mapped == plain else mapped
 
 
 class HoldbackScanner:

@@ -3,12 +3,13 @@
 Each case runs a real ``Agent`` with the guard in both ``input_processors`` and
 ``output_processors`` and ``Memory(SQLiteStore(file))``, as an attacker would arrange it: the
 secret split across deltas, interleaved with chunks of other kinds, in reasoning, in streamed
-tool-call arguments, returned by a tool (as a value and as a dict key), raised by a tool, written
-by a tool as a ``data-*`` chunk, split across two steps, sent by the user, and written with
-look-alike characters. A leak is the secret's *canonical* value (its detection view with
-separators dropped) anywhere in: the consumer's chunks (their wire JSON, and the texts a client
-joins: text deltas, reasoning deltas, argument deltas), the result (text, steps, messages), the
-stored thread, ``await stream.text``, or what the model was sent.
+tool-call arguments, returned by a tool (as a value, as a dict key, inside a dataclass, a struct,
+a set or bytes), raised by a tool, written by a tool as a ``data-*`` chunk, split across two
+steps, sent by the user, and written with look-alike characters. A leak is the secret's
+*canonical* value (its detection view with separators dropped) anywhere in: the consumer's
+chunks (their wire JSON, and the texts a client joins: text deltas, reasoning deltas, argument
+deltas), the result (text, steps, messages), the stored thread, ``await stream.text``, or what
+the model was sent.
 
 The property tests (hypothesis) at the end check the stronger claim for text: over random splits,
 chunks of other kinds interleaved between the deltas and look-alike rewrites, what the consumer
@@ -19,6 +20,7 @@ How each piece works is tested in ``test_guard_paths.py`` and ``test_fold.py``.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import re
@@ -154,6 +156,17 @@ def call(name: str, args: dict[str, Any], id: str = "c1", size: int = 4) -> list
             ToolCall(tool_call_id=id, tool_name=name, args=args, **ENV)]
 
 
+class Owner(msgspec.Struct):
+    name: str
+
+
+@dataclasses.dataclass
+class Account:
+    owner: Owner
+    tags: set[str]
+    raw: bytes
+
+
 def tools(secret: str, mode: str) -> list[Any]:
     """Tools that hand the secret back every way a tool can."""
 
@@ -165,12 +178,17 @@ def tools(secret: str, mode: str) -> list[Any]:
         """Fails with the secret in its message."""
         raise ValueError(f"no account for {secret}")
 
+    def describe(q: str) -> Any:
+        """Returns the secret inside objects the wire encodes: a dataclass, a struct, a set,
+        bytes."""
+        return Account(owner=Owner(secret), tags={secret}, raw=secret.encode())
+
     def report(q: str, writer: Any) -> str:
         """Writes the secret in a data chunk."""
         writer.custom({"type": "data-lookup", "data": {"match": secret, secret: {"v": secret}}})
         return "written"
 
-    return [tool(as_mode(fn, mode)) for fn in (reveal, explode, report)]
+    return [tool(as_mode(fn, mode)) for fn in (reveal, describe, explode, report)]
 
 
 # ----------------------------------------------------------------------------- the paths
@@ -210,13 +228,14 @@ PATHS: dict[str, Callable[[str], tuple[list[list[Any]], str]]] = {
     "reasoning": lambda s: (_reasoning(s), "hi"),
     "tool-args": lambda s: ([call("reveal", {"q": f"use {s}", s: 1}), text_part("done")], "hi"),
     "tool-result": lambda s: ([call("reveal", {"q": "x"}), text_part("done")], "hi"),
+    "tool-result-object": lambda s: ([call("describe", {"q": "x"}), text_part("done")], "hi"),
     "tool-error": lambda s: ([call("explode", {"q": "x"}), text_part("done")], "hi"),
     "data-chunk": lambda s: ([call("report", {"q": "x"}), text_part("done")], "hi"),
     "across-steps": lambda s: (_across_steps(s), "hi"),
     "input": lambda s: ([text_part("noted")], f"remember {s} please"),
 }
 
-TOOL_PATHS = ("tool-args", "tool-result", "tool-error", "data-chunk")
+TOOL_PATHS = ("tool-args", "tool-result", "tool-result-object", "tool-error", "data-chunk")
 
 
 def consumer_view(chunks: list[Any]) -> str:
