@@ -397,6 +397,7 @@ def assert_consistent(run: dict[str, Any]) -> None:
     pytest.param("pay 4111\u20221111\u20221111\u20221111 now", id="bullets"),
     pytest.param("pay 4111\n1111\n1111\n1111 now", id="line-breaks"),
     pytest.param("pay 4111\t1111\t1111\t1111 now", id="tabs"),
+    pytest.param("pay 4111  1111  1111  1111 now", id="double-spaces"),
 ])
 @pytest.mark.parametrize("factory", [PIIDetector, lambda: RegexFilter(presets="pii",
                                                                       strategy="redact")],
