@@ -179,3 +179,44 @@ model.requests[0].prompt[-1]
 
 # %%
 result = await ready_made.stream("Key?").show()
+
+# %% [markdown]
+# ## What an attacker tries: look-alikes and interleaving
+#
+# A card in full-width digits, with a zero-width space inside, still reads as a card. The guards
+# match on a *folded view* of the text (look-alike digits, separators and letters folded,
+# invisible characters removed) and replace exactly the original characters — streamed in
+# 4-character pieces, as here, or all at once:
+
+# %%
+lookalike = "My card: ４１１１\u200b １１１１ １１１１ １１１１, thanks."
+guard = PIIDetector(detection_types=["email", "credit-card"])
+agent = Agent(id="lookalike", model=ScriptedModel([text(lookalike, chunk_size=4)]),
+              output_processors=[guard])
+result = await agent.stream("Card?").show()
+
+# %%
+assert "１１１１ １１１１ １１１１" not in result.text
+result.text
+
+# %% [markdown]
+# A chunk of another kind between the two halves of a value — a reasoning delta here, or a
+# `data-*` chunk, or another text part — does not make the guard release what it holds: each
+# text part has its own hold-back, and the other chunk passes at once.
+
+# %%
+from streamkit.chunks import DataChunk, ReasoningDelta, TextEnd
+
+env = {"run_id": "r1", "from_": "AGENT"}
+interleaved = [TextDelta(id="t1", text="my card is 4", **env),
+               ReasoningDelta(id="r1", text="(thinking) ", **env),
+               DataChunk("data-progress", {"pct": 50}),
+               TextDelta(id="t1", text="111 1111 1111 1111, ok", **env),
+               TextEnd(id="t1", **env)]
+caught = await display.collect(interleaved, PIIDetector())
+display.show_chunks(caught, title="the card's halves, with two chunks between them")
+
+# %%
+answer = "".join(c.payload.text for c in caught if c.type == "text-delta")
+assert "4111" not in answer
+answer

@@ -16,8 +16,9 @@ input. Each character becomes:
 * otherwise its compatibility normalization (NFKC of the character alone: full-width forms,
   ligatures, no-break and other typographic spaces), and then, per resulting character:
   any decimal digit → its ASCII digit (Arabic-Indic ``٤`` → ``4``), any space separator → `` ``,
-  any dash → ``-``, the ideographic full stop → ``.``, and the Cyrillic and Greek letters that
-  look like Latin ones → those Latin letters (``ѕ`` → ``s``, ``о`` → ``o``, ``Α`` → ``A``).
+  any dash → ``-``, the ideographic full stop, middle dots and bullets → ``.``, and the Cyrillic
+  and Greek letters that look like Latin ones → those Latin letters (``ѕ`` → ``s``, ``о`` →
+  ``o``, ``Α`` → ``A``).
 
 What belongs here: the view and its offset map. What does not: matching (``_redact``) and what
 guards do with what they find.
@@ -41,10 +42,13 @@ _HOMOGLYPHS: dict[str, str] = dict(zip(
     "аеорсухѕіјԁԛԝһӏкАВЕКМНОРСТХЅІЈҮԚԜҺӀ"
     "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧοναρικυıȷ",
     "aeopcyxsijdqwhlkABEKMHOPCTXSIJYQWHl"
-    "ABEZHIKMNOPTYXovapikuij"))
+    "ABEZHIKMNOPTYXovapikuij", strict=True))
 
 #: Characters folded besides NFKC's own changes (the fast path looks for these).
-_OTHER = {"\u3002": ".", "\u2212": "-", "\u2043": "-", "\ufe63": "-"}
+_OTHER = {"\u3002": ".", "\u2212": "-", "\u2043": "-", "\ufe63": "-",
+          # Middle dots and bullets read as dots between digit groups (4111·1111·…).
+          "\u00b7": ".", "\u2022": ".", "\u2027": ".", "\u2219": ".", "\u22c5": ".",
+          "\u30fb": ".", "\uff65": "."}
 
 #: Invisible characters, removed from the view.
 _INVISIBLE = regex.compile(

@@ -75,9 +75,10 @@ _DETECTORS: dict[str, tuple[str, Callable[[str], bool] | None]] = {
     "email": (r"[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}(?![A-Za-z0-9-])", None),
     "phone": (r"(?<![\w+])(?:\+\d{1,3}(?:[ .-]?\d{1,4}){2,5}"
               r"|(?:\(\d{3}\)[ ]?|\d{3}[ .-]?)\d{3}[ .-]?\d{4})(?!\d)", None),
-    # Digits may be grouped by spaces, dashes, dots or slashes (the view has folded no-break
-    # spaces and typographic dashes into these).
-    "credit-card": (r"(?<![\w-])(?:\d[ ./-]?){12,18}\d(?!\w)", luhn_valid),
+    # Digits may be grouped by a space (two spaces, a line break or a tab too), a dash, a dot
+    # or a slash (the view has folded no-break spaces, typographic dashes, middle dots and
+    # bullets into these). ". " between digits ends a sentence: no card across it.
+    "credit-card": (r"(?<![\w-])(?:\d(?:[\s./-]|  )?){12,18}\d(?!\w)", luhn_valid),
     # 123-45-6789, also with spaces or dots between the groups.
     "ssn": (r"(?<![\d.-])(?!000|666|9\d\d)\d{3}[- .](?!00)\d{2}[- .](?!0000)\d{4}(?![\d-])",
             None),

@@ -31,6 +31,13 @@ What is held is therefore the shortest tail that could still become a match: for
 the trailing word (``"ada"`` may yet become ``"ada@example.com"``), for a card number the
 trailing run of digits and separators, for text ending in a space nothing at all.
 
+Validated rules
+---------------
+A rule with a validator (Luhn for cards) takes the longest *validated* match: a match that fails
+its check is searched for a valid one inside it (``4111 1111 1111 1111 4`` holds a card; see
+``_match``), so padding a secret with one more digit does not hide it. Streamed and one-shot
+detection share this search, so they still agree.
+
 The detection view
 ------------------
 Rules never see the raw text: they run on its folded view (``_fold``: look-alike characters
@@ -60,11 +67,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
+import msgspec
 import regex
 
 from streamkit.errors import InvalidArgument, InvalidType
 
 from ._fold import fold
+from ._match import scan
 
 
 __all__ = ["Rule", "Finding", "Region", "Detection", "Commit", "HoldbackScanner",
@@ -239,14 +248,14 @@ def find_all(rules: Sequence[Rule], text: str) -> list[Finding]:
     """
     view, index = fold(text)
     out: list[Finding] = []
+    found: list[tuple[int, int, regex.Match[str]]] = []
     for rule in rules:
-        validate = rule.validate
-        for m in rule.pattern.finditer(view):
-            s, e = m.span()
-            if e > s and (validate is None or validate(m.group())):
-                if index is not None:
-                    s, e = index[s], index[e - 1] + 1
-                out.append(Finding(rule, s, e, m.group(), m))
+        scan(rule.pattern, rule.validate, view, 0, len(view), found, 0, True)
+        for s, e, m in found:
+            if index is not None:
+                s, e = index[s], index[e - 1] + 1
+            out.append(Finding(rule, s, e, m.group(), m))
+        found.clear()
     out.sort(key=lambda f: (f.start, -f.end))
     return out
 
@@ -308,6 +317,13 @@ def map_strings(value: Any, fn: Callable[[str], str]) -> Any:
     the same key (both redacted to ``[EMAIL]``), the later ones get ``#2``, ``#3``… so no value
     is lost.
 
+    Any other value that reaches a client as JSON is seen as it will be sent: a dataclass, a
+    ``msgspec.Struct``, a set, a datetime… is mapped as its ``msgspec.to_builtins`` form, and
+    that form is returned when ``fn`` changed a string in it (else the value itself). Bytes are
+    read as UTF-8 text: when ``fn`` changes that text, the text is returned (a client would have
+    decoded the base64 of the bytes). Values ``msgspec`` cannot encode are kept (they cannot
+    reach the wire either).
+
     Example:
         >>> map_strings({"a1": ["b2", 3], "c3": "a1"}, str.upper)
         {'A1': ['B2', 3], 'C3': 'A1'}
@@ -332,7 +348,23 @@ def map_strings(value: Any, fn: Callable[[str], str]) -> Any:
         return [map_strings(v, fn) for v in value]
     if isinstance(value, tuple):
         return tuple(map_strings(v, fn) for v in value)
-    return value
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        try:
+            text = bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            return value
+        mapped = fn(text)
+        return value if mapped == text else mapped
+    try:
+        plain = msgspec.to_builtins(value)
+    except (TypeError, msgspec.EncodeError):
+        return value
+    if plain is value:
+        return value
+    mapped = map_strings(plain, fn)
+    return value if mapped == plain else mapped
 
 
 class HoldbackScanner:
@@ -441,8 +473,8 @@ class HoldbackScanner:
                     and rule.starts.search(view) is None:
                 resume[i] = end  # nothing pending, and nothing in the delta can start a match
                 continue
-            resume[i] = origin + _scan(rule.pattern, s, at - origin, n, pending[i], origin,
-                                       final)
+            resume[i] = origin + scan(rule.pattern, rule.validate, s, at - origin, n,
+                                      pending[i], origin, final)
         hold = min(resume, default=end)
         if end - hold > self.max_hold:
             # Bounded latency: commit all but the last max_hold characters, scanning what is
@@ -450,8 +482,8 @@ class HoldbackScanner:
             hold = end - self.max_hold
             for i, rule in enumerate(rules):
                 if resume[i] < hold:
-                    _scan(rule.pattern, s, resume[i] - origin, hold - origin, pending[i],
-                          origin, True)
+                    scan(rule.pattern, rule.validate, s, resume[i] - origin, hold - origin,
+                         pending[i], origin, True)
                     resume[i] = hold
         moved = True
         while moved:  # never cut a match in two, nor one original character's expansion
@@ -478,7 +510,7 @@ class HoldbackScanner:
                     keep.append((ms, me, m))
                 elif me <= 0:
                     continue  # wholly inside the released context: handled when it was released
-                elif rule.validate is None or rule.validate(m.group()):
+                else:
                     if index is None:
                         os, oe = raw_start + ms - start, raw_start + me - start
                     else:
@@ -503,24 +535,3 @@ class HoldbackScanner:
         self._offset = hold
         self._raw_offset = raw_start + raw_cut
         return Commit(committed, commit_start, findings)
-
-
-def _scan(pattern: regex.Pattern[str], s: str, pos: int, n: int,
-          out: list[tuple[int, int, regex.Match[str]]], origin: int, final: bool) -> int:
-    """Scan ``s[pos:n]`` with one rule; append its final matches (absolute offsets) to
-    ``out``; return where the rule must resume (``n`` when nothing is pending)."""
-    if final:
-        for m in pattern.finditer(s, pos, n):
-            if m.end() > m.start():
-                out.append((origin + m.start(), origin + m.end(), m))
-        return n
-    for m in pattern.finditer(s, pos, n, partial=True):
-        st, en = m.span()
-        if m.partial or en == n:
-            return st  # a zero-width partial at the very end holds nothing: st == n
-        if en == st:
-            continue
-        if pattern.fullmatch(s, st, n, partial=True) is not None:
-            return st
-        out.append((origin + st, origin + en, m))
-    return n

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from streamkit import Agent, Processor, TripWire, ops, tool
@@ -212,6 +213,28 @@ def test_keys_that_become_the_same_key_keep_every_value() -> None:
     assert map_strings({"a@x.io": 1, "b@y.io": 2, "c": {"d@z.io": 3}},
                        lambda s: "[EMAIL]" if "@" in s else s) == \
         {"[EMAIL]": 1, "[EMAIL]#2": 2, "c": {"[EMAIL]": 3}}
+
+
+class Card(msgspec.Struct):
+    number: str
+    seen: set[str]
+
+
+def test_objects_are_mapped_as_the_wire_sends_them() -> None:
+    """A struct (or dataclass, set, datetime...) is mapped as its JSON form; bytes as their
+    UTF-8 text; a value ``fn`` does not change comes back as the same object."""
+    def redact(s: str) -> str:
+        return s.replace(CARD, MASKED)
+
+    value = Card(CARD, {CARD})
+    assert map_strings(value, redact) == {"number": MASKED, "seen": [MASKED]}
+    clean = Card("none", {"x"})
+    assert map_strings(clean, redact) is clean
+    assert map_strings([CARD.encode(), b"\xff"], redact) == [MASKED, b"\xff"]
+    raw = b"plain"
+    assert map_strings(raw, redact) is raw
+    opaque = object()
+    assert map_strings({"o": opaque}, redact)["o"] is opaque
 
 
 # ----------------------------------------------------------------------------- in an agent
