@@ -663,7 +663,8 @@ class TestTemplateCoverage:
             n = len(shape.hooks)
             consts = [{name: None for name in (*_fused.PER_REQUEST, "stream_parts")}] * n
             env = SimpleNamespace(ctx=None, fail=None, perf_counter_ns=None, data_cls=DataChunk,
-                                  text_cls=TextDelta, run_data=None, tripwire_cls=TripWire)
+                                  text_cls=TextDelta, run_data=None, tripwire_cls=TripWire,
+                                  chunk_classes=frozenset(), not_chunk=None)
             push, count, arm, drive = factory([dict] * n, consts, [None] * n, env)
             assert inspect.iscoroutinefunction(push) is shape.is_async, shape
             assert inspect.isasyncgenfunction(drive) and count() == 0 and arm() is None

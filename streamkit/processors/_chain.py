@@ -25,10 +25,11 @@ import asyncio
 import functools
 import time
 from dataclasses import dataclass
-from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import (Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence,
+                    get_args)
 
-from ..chunks import Chunk, DataChunk, TextDelta
-from ..errors import ProcessorError
+from ..chunks import Chunk, ChunkBase, DataChunk, TextDelta
+from ..errors import InvalidType, ProcessorError
 from ..tripwire import TripWire
 from ._fused import HookShape, Shape, Timing, factory_for, render
 from ._runtime import RequestRuntime, StreamStats, Writer
@@ -53,6 +54,24 @@ def hook_failure(spec_id: str, hook: str, exc: BaseException) -> BaseException:
     return err
 
 
+#: Every chunk class: what the driving loop lets in without a second look.
+CHUNK_CLASSES: frozenset[type] = frozenset(get_args(Chunk))
+
+
+def not_chunk(item: object) -> None:
+    """What the driving loop calls for an item whose class is not a chunk class: nothing for an
+    instance of a chunk subclass, else ``InvalidType`` naming the item — before any processor
+    sees it (a processor would fail on it with a confusing ``AttributeError``)."""
+    if isinstance(item, (ChunkBase, DataChunk)):
+        return
+    shown = repr(item)
+    shown = shown if len(shown) <= 120 else shown[:117] + "..."
+    raise InvalidType(
+        f"a chunk source yielded an item of type {type(item).__name__}, not a chunk: {shown}. "
+        f"Build chunks with their classes (TextDelta(id=..., text=...)) or convert wire-form "
+        f"mappings with streamkit.chunks.coerce_chunk (bytes: streamkit.wire.decode)")
+
+
 class _Ctx:
     """Per-request values that change during a request and are read per chunk by hooks."""
 
@@ -73,6 +92,8 @@ class _Env:
     text_cls: type
     run_data: Callable[[Chunk], Any] | None
     tripwire_cls: type[TripWire]
+    chunk_classes: frozenset[type]
+    not_chunk: Callable[[object], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +128,8 @@ def _bind(specs: Sequence[ProcessorSpec], runtime: RequestRuntime, writer: Write
         failed.append(i)
         return hook_failure(specs[i].id, HOOK, exc)
 
-    env = _Env(ctx, fail, time.perf_counter_ns, DataChunk, TextDelta, run_data, TripWire)
+    env = _Env(ctx, fail, time.perf_counter_ns, DataChunk, TextDelta, run_data, TripWire,
+               CHUNK_CLASSES, not_chunk)
     push, count, arm, drive = factory_for(shape)([h.fn for h in hooks], consts, stats, env)
     return _Bound(push, count, arm, drive, stats, shape, failed)
 
@@ -199,7 +221,8 @@ class StreamChain:
             pending: the list this chain's writer fills; what hooks wrote is yielded before the
                 chunk being processed (as Mastra orders it).
             held: chunk classes taken out of the stream and given to ``on_held`` instead (the
-                agent keeps the model's ``finish``; the consumer never sees it).
+                agent keeps the model's ``finish``; the consumer never sees it). Not
+                ``TextDelta``: the loop's fast path lets text deltas by unchecked.
             on_trip: turns a ``TripWire`` into the last chunk of the stream; ``None`` re-raises.
             on_close: awaited however the loop ends (closing the source is the caller's).
             flush: call ``flush_output_stream`` of each processor at the end of the source.
@@ -207,6 +230,8 @@ class StreamChain:
         Yields:
             The chunks that came out of the chain, in order.
         """
+        if TextDelta in held:
+            raise InvalidType("StreamChain.drive(held=...) cannot hold TextDelta")
         is_list = isinstance(source, (list, tuple))
         flushed = functools.partial(self._flushed, pending) if flush and self.flushers \
             else _nothing_flushed
