@@ -76,6 +76,31 @@ async def main():
             pass
 asyncio.run(main())
 """,
+    "mastra c": """
+import asyncio, sys
+from benchmarks.rows_mastra import (MockModel, Uppercase, DropEvery10th, WordCount, INSTRUCTIONS)
+from streamkit import Agent
+n = int(sys.argv[2])
+async def main():
+    probe = {"words": 0, "seen_finish": 0}
+    agent = Agent(id="a", instructions=INSTRUCTIONS, output_processors=[
+        Uppercase("uppercase"), DropEvery10th("drop"), WordCount(probe)])
+    async for _ in agent.stream("Say the words.", model=MockModel(n)):
+        pass
+asyncio.run(main())
+""",
+    "mastra d0": """
+import asyncio, sys
+from benchmarks.rows_mastra import MockModel, INSTRUCTIONS
+from streamkit import Agent
+r = int(sys.argv[2])
+async def main():
+    agent = Agent(id="a", instructions=INSTRUCTIONS)
+    for _ in range(r + 1):
+        async for _ in agent.stream("Say the words.", model=MockModel(100)):
+            pass
+asyncio.run(main())
+""",
 }
 
 #: (workload, processors, small, large, unit): the figure is (large - small) / (large - small size)
@@ -88,6 +113,8 @@ ROWS = [
     ("agent.stream", 3, 1, 10_001, "chunk"),
     ("100-chunk requests", 0, 0, 200, "request"),
     ("100-chunk requests", 3, 0, 200, "request"),
+    ("mastra c", 3, 1, 10_001, "chunk"),
+    ("mastra d0", 0, 0, 200, "request"),
 ]
 
 
@@ -106,6 +133,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tree", type=Path, default=Path(__file__).resolve().parent.parent,
                         help="the checkout to measure (default: this one)")
+    parser.add_argument("--only", nargs="+", metavar="NAME",
+                        help="just these workloads (e.g. 'mastra c' 'agent.stream')")
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
@@ -117,6 +146,8 @@ def main(argv: list[str] | None = None) -> None:
             scripts[name].write_text(body)
         print(f"instructions per unit, {tree}")
         for name, k, small, large, unit in ROWS:
+            if args.only and name not in args.only:
+                continue
             a = _count(tree, scripts[name], k, small)
             b = _count(tree, scripts[name], k, large)
             print(f"  {name:<20} {k:>2} processors  {(b - a) / (large - small):>12,.0f} per {unit}")

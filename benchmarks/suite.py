@@ -15,13 +15,15 @@ from typing import Any
 
 from .harness import Group
 from .rows_agent import agent_groups, memory_groups, request_groups
+from .rows_build import build_groups
+from .rows_mastra import mirror_groups
 from .rows_runner import runner_groups
 from .rows_wire import wire_groups
 
 __all__ = ["Sizes", "build_suite", "SECTIONS"]
 
 #: Sections in table order; ``--only`` matches these names or any part of a group title.
-SECTIONS = ("wire", "runner", "agent", "requests", "memory")
+SECTIONS = ("build", "wire", "runner", "agent", "requests", "memory", "mastra")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +40,8 @@ class Sizes:
         inflight: concurrent streams of the memory rows.
         repeat_micro: timed runs of the wire and runner rows.
         repeat: timed runs of the agent, request and memory rows.
+        mastra_n: text deltas of the Mastra mirror's streams (``benchmarks.rows_mastra``; its
+            100-chunk request rows use ``requests`` and ``concurrency``).
         long_memory: also trace the memory of the long "3 transforms" agent row (~20 s more:
             tracemalloc makes a million-chunk stream several times slower).
     """
@@ -53,6 +57,7 @@ class Sizes:
     repeat_micro: int = 7
     repeat: int = 5
     long_memory: bool = True
+    mastra_n: int = 10_000
 
     @classmethod
     def full(cls) -> Sizes:
@@ -62,14 +67,15 @@ class Sizes:
     def quick(cls) -> Sizes:
         """A smoke run of every row in well under a minute (numbers are indicative only)."""
         return cls(wire_chunks=5_000, runner_chunks=2_000, agent_short=2_000, agent_long=50_000,
-                   requests=100, inflight=200, repeat_micro=3, repeat=3, long_memory=False)
+                   requests=100, inflight=200, repeat_micro=3, repeat=3, long_memory=False,
+                   mastra_n=2_000)
 
     @classmethod
     def tiny(cls) -> Sizes:
         """Structure only (tests): every row runs, but on a handful of chunks."""
         return cls(wire_chunks=200, runner_chunks=100, agent_short=100, agent_long=1_000,
                    request_chunks=20, requests=10, concurrency=4, inflight=10, repeat_micro=2,
-                   repeat=2, long_memory=False)
+                   repeat=2, long_memory=False, mastra_n=200)
 
     def without_long_memory(self) -> Sizes:
         """Skip tracing the long agent row (``--no-long-memory``)."""
@@ -94,6 +100,7 @@ def build_suite(sizes: Sizes, only: list[str] | None = None) -> list[Group]:
     wanted = [w.lower() for w in only or []]
     patterns = [w for w in wanted if w not in SECTIONS]
     builders = {
+        "build": lambda: build_groups(sizes.wire_chunks, sizes.repeat_micro),
         "wire": lambda: wire_groups(sizes.wire_chunks, sizes.repeat_micro),
         "runner": lambda: runner_groups(sizes.runner_chunks, sizes.repeat_micro),
         "agent": lambda: agent_groups(sizes.agent_short, sizes.agent_long, sizes.repeat,
@@ -101,6 +108,9 @@ def build_suite(sizes: Sizes, only: list[str] | None = None) -> list[Group]:
         "requests": lambda: request_groups(sizes.requests, sizes.concurrency,
                                            sizes.request_chunks, sizes.repeat),
         "memory": lambda: memory_groups(sizes.inflight, sizes.request_chunks, sizes.repeat),
+        "mastra": lambda: mirror_groups(sizes.mastra_n, sizes.repeat,
+                                        seq_requests=sizes.requests,
+                                        conc_requests=sizes.concurrency),
     }
     groups: list[Group] = []
     for section in SECTIONS:

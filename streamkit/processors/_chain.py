@@ -189,9 +189,10 @@ class StreamChain:
                            "always" if self.timed else "off", None, self.is_async, self._parts)
         # When every stream processor sees data chunks, no dispatch is needed.
         run_data = None if len(data_specs) == len(self.specs) else self._data.push
+        # With no stream hook there is nothing to time: the untimed loop calls nothing per chunk.
         self._main = _bind(self.specs, runtime, writer, message_list, self.ctx,
-                           "sampled" if self.timed else "off", run_data, self.is_async,
-                           self._parts)
+                           "sampled" if self.timed and self.specs else "off", run_data,
+                           self.is_async, self._parts)
         self.push: Callable[[Chunk], Any] = self._main.push
         self._data_index = [self.specs.index(s) for s in data_specs]
         self.empty = not self.specs
