@@ -27,16 +27,28 @@ from just before ``agent.stream()`` to the end of iterating the stream.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 from streamkit import Agent, Processor, ops
-from streamkit.chunks import (Finish, FinishPayload, ResponseMetadata, Stamper, StepFinish,
-                              StepOutputPayload, StepResultPayload, TextDelta, TextDeltaPayload,
-                              TextEnd, TextStart, UsagePayload)
+from streamkit.chunks import (
+    Finish,
+    FinishPayload,
+    ResponseMetadata,
+    Stamper,
+    StepFinish,
+    StepOutputPayload,
+    StepResultPayload,
+    TextDelta,
+    TextDeltaPayload,
+    TextEnd,
+    TextStart,
+    UsagePayload,
+)
 from streamkit.messages import get_text
 from streamkit.models import ModelRequest
 
-from .harness import BenchmarkError, Case, Group, Outcome
+from .harness import BenchmarkError, Case, Group
 
 __all__ = ["VOCAB", "word_at", "MockModel", "mirror_groups", "SCENARIOS", "SMALL_N"]
 
@@ -45,7 +57,6 @@ VOCAB = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu 
          "sigma tau upsilon phi chi psi omega apple banana cherry date elder fig grape hazel iris "
          "juniper kiwi lemon mango nectar olive peach quince rose sage thyme umber violet willow "
          "yarrow zinnia amber").split(" ")
-assert len(VOCAB) == 50  # noqa: S101 - a benchmark constant, checked at import
 SMALL_N = 100
 INSTRUCTIONS = "You are a benchmark agent."
 PROMPT = "Say the words."

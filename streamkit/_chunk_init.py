@@ -26,7 +26,8 @@ raises ``InvalidType`` with the message the generic path gave.
 from __future__ import annotations
 
 import linecache
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import msgspec
 

@@ -53,7 +53,8 @@ dict for the copy.
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Union, Unpack, get_args, overload
+from typing import (TYPE_CHECKING, Any, ClassVar, Literal, Self, Union, Unpack, get_args,
+                    overload)
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -438,7 +439,7 @@ class DataChunk(msgspec.Struct, forbid_unknown_fields=True, repr_omit_defaults=T
     id: str | UnsetType = UNSET
     transient: bool | UnsetType = UNSET
 
-    def replace(self, **changes: Any) -> "DataChunk":
+    def replace(self, **changes: Any) -> Self:
         """A copy of this chunk with ``changes`` (``type``, ``data``, ``id``, ``transient``):
         chunks are frozen, so return a new one.
 

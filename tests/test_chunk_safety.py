@@ -64,7 +64,8 @@ async def test_returning_a_new_chunk_leaves_the_callers_list_alone(mode: str) ->
         return part.replace(text=part.payload.text.upper())
 
     chunks = [TextDelta(id="t", text="hi", run_id="r")]
-    out = [c async for c in ops.apply(chunks, [P("upper", process_output_stream=hook(mode, upper))])]
+    processors = [P("upper", process_output_stream=hook(mode, upper))]
+    out = [c async for c in ops.apply(chunks, processors)]
     assert out == [TextDelta(id="t", text="HI", run_id="r")]
     assert chunks == [TextDelta(id="t", text="hi", run_id="r")]
 
@@ -184,12 +185,10 @@ async def test_a_model_yielding_a_non_chunk_fails_the_run_naming_it() -> None:
 
 
 def _required(struct: type) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    for f in msgspec.structs.fields(struct):
-        if f.required:
-            values[f.name] = {"step_result": StepResultPayload(reason="stop"),
-                              "output": StepOutputPayload(usage=UsagePayload())}.get(f.name, f"v-{f.name}")
-    return values
+    structs = {"step_result": StepResultPayload(reason="stop"),
+               "output": StepOutputPayload(usage=UsagePayload())}
+    return {f.name: structs.get(f.name, f"v-{f.name}")
+            for f in msgspec.structs.fields(struct) if f.required}
 
 
 @pytest.mark.parametrize("cls", sorted(CHUNK_TYPES.values(), key=lambda c: c.type),
