@@ -9,6 +9,7 @@ Usage::
     python -m benchmarks --compare a.json b.json   # two saved runs side by side
     python -m benchmarks --serve              # also the serving load test (benchmarks.serve_load)
     python -m benchmarks --only serve --serve # the serving load test alone
+    python -m benchmarks --vs-mastra          # Mastra's own bench.mjs beside streamkit's mirror
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ import time
 from pathlib import Path
 from typing import IO, Any, Sequence
 
-from . import serve_load
+from . import mastra, serve_load
 from .harness import Result, run_groups
-from .report import check_targets, format_compare, format_table, format_targets, load, machine, \
-    save
+from .report import check_targets, format_compare, format_table, format_targets, \
+    format_vs_mastra, load, machine, save, vs_mastra
 from .suite import SECTIONS, Sizes, build_suite
 
 __all__ = ["main", "run"]
@@ -64,7 +65,30 @@ def _parser() -> argparse.ArgumentParser:
                              "through the app on uvicorn, beside the same without HTTP (~15 s)")
     parser.add_argument("--compare", nargs=2, metavar=("A", "B"),
                         help="compare two --json files instead of running")
+    parser.add_argument("--vs-mastra", action="store_true",
+                        help="run Mastra's own benchmark (Node 22, installed once in a scratch "
+                             "directory) and streamkit's mirror of it, and print the ratios "
+                             "(alone: only the mirror section; with --only: those too)")
+    parser.add_argument("--mastra-dir", type=Path, default=mastra.DEFAULT_DIR, metavar="DIR",
+                        help="the Mastra bench folder (bench.mjs, package.json, "
+                             "node22/package.json); default: benchmarks/mastra-node")
     return parser
+
+
+def _run_mastra(args: argparse.Namespace, sizes: Sizes, err: IO[str]
+                ) -> tuple[list[dict[str, Any]], str]:
+    """bench.mjs's rows (empty, with the reason printed, when it cannot run)."""
+    prepared = mastra.prepare(args.mastra_dir, log=err)
+    if isinstance(prepared, str):
+        return [], f"Mastra rows skipped: {prepared}"
+    err.write("running Mastra's bench.mjs (Node 22)...\n")
+    rows = mastra.run_bench(prepared, only="floor,a,b,c,d0,d", ns=[sizes.mastra_n],
+                            reps=sizes.repeat, seq_requests=sizes.requests,
+                            conc_requests=sizes.concurrency, log=err)
+    if isinstance(rows, str):
+        return [], f"Mastra rows skipped: {rows}"
+    versions = {f"@mastra/core {r['mastra_core']} · Node {r['node']}" for r in rows}
+    return rows, ", ".join(sorted(versions))
 
 
 def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None,
@@ -89,12 +113,27 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None,
         print(serve_load.format_table(serve_rows) + "\n", file=out)
         if args.only == ["serve"]:
             return 0
-    results, info = run(sizes, only=args.only, progress=not args.no_progress, stderr=stderr,
+    only = args.only
+    mastra_rows: list[dict[str, Any]] = []
+    mastra_note = ""
+    if args.vs_mastra:
+        only = [*(only or []), "mastra"]
+        mastra_rows, mastra_note = _run_mastra(args, sizes, stderr or sys.stderr)
+    results, info = run(sizes, only=only, progress=not args.no_progress, stderr=stderr,
                         mode=mode)
     if serve_rows:
         info["serve"] = serve_rows
     print(format_table(results, info), file=out)
-    targets = format_targets(check_targets(results), mode=mode)
+    checked = check_targets(results)
+    if args.vs_mastra:
+        if mastra_rows:
+            pairs, goals = vs_mastra(mastra_rows, results)
+            print("\n" + format_vs_mastra(pairs, mastra_note), file=out)
+            checked += goals
+            info["mastra"] = mastra_rows
+        else:
+            print("\n" + mastra_note, file=out)
+    targets = format_targets(checked, mode=mode)
     if targets:
         print("\n" + targets, file=out)
     print(f"\n{len(results)} rows in {info['duration_s']:.0f} s", file=out)

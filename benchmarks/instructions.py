@@ -77,6 +77,31 @@ async def main():
             pass
 asyncio.run(main())
 """,
+    "mastra c": """
+import asyncio, sys
+from benchmarks.rows_mastra import (MockModel, Uppercase, DropEvery10th, WordCount, INSTRUCTIONS)
+from streamkit import Agent
+n = int(sys.argv[2])
+async def main():
+    probe = {"words": 0, "seen_finish": 0}
+    agent = Agent(id="a", instructions=INSTRUCTIONS, output_processors=[
+        Uppercase("uppercase"), DropEvery10th("drop"), WordCount(probe)])
+    async for _ in agent.stream("Say the words.", model=MockModel(n)):
+        pass
+asyncio.run(main())
+""",
+    "mastra d0": """
+import asyncio, sys
+from benchmarks.rows_mastra import MockModel, INSTRUCTIONS
+from streamkit import Agent
+r = int(sys.argv[2])
+async def main():
+    agent = Agent(id="a", instructions=INSTRUCTIONS)
+    for _ in range(r + 1):
+        async for _ in agent.stream("Say the words.", model=MockModel(100)):
+            pass
+asyncio.run(main())
+""",
 }
 
 # The agent.stream workload with opentelemetry in three states (``otel`` rows): not importable
@@ -110,6 +135,8 @@ ROWS = [
     ("100-chunk requests", 3, 0, 200, "request"),
     *((f"agent.stream · {state}", 3, 1, 10_001, "chunk") for state in _OTEL_STATES),
     *((f"requests · {state}", 3, 0, 200, "request") for state in _OTEL_STATES),
+    ("mastra c", 3, 1, 10_001, "chunk"),
+    ("mastra d0", 0, 0, 200, "request"),
 ]
 
 
@@ -126,10 +153,11 @@ def _count(tree: Path, script: Path, k: int, n: int) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", metavar="TEXT",
-                        help="only the rows whose workload name contains TEXT")
     parser.add_argument("--tree", type=Path, default=Path(__file__).resolve().parent.parent,
                         help="the checkout to measure (default: this one)")
+    parser.add_argument("--only", nargs="+", metavar="TEXT",
+                        help="only the workloads whose name contains one of these (e.g. "
+                             "'mastra c' 'agent.stream')")
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
@@ -141,7 +169,7 @@ def main(argv: list[str] | None = None) -> None:
             scripts[name].write_text(body)
         print(f"instructions per unit, {tree}")
         for name, k, small, large, unit in ROWS:
-            if args.only and args.only not in name:
+            if args.only and not any(text in name for text in args.only):
                 continue
             a = _count(tree, scripts[name], k, small)
             b = _count(tree, scripts[name], k, large)

@@ -20,7 +20,7 @@ from .harness import Result
 from .rows_wire import LONG_LINES
 
 __all__ = ["machine", "format_table", "Target", "check_targets", "format_targets", "save",
-           "load", "format_compare", "SCHEMA"]
+           "load", "format_compare", "SCHEMA", "vs_mastra", "format_vs_mastra"]
 
 SCHEMA = "streamkit-bench/1"
 _ROOT = Path(__file__).resolve().parents[1]
@@ -165,6 +165,22 @@ def check_targets(results: Sequence[Result]) -> list[Target]:
     out: list[Target] = []
     groups = sorted({r.group for r in results}, key=[r.group for r in results].index)
     for g in groups:
+        if g.startswith("chunks · building"):
+            for r in results:
+                if r.group == g and r.name.startswith("TextDelta(") and r.ratio is not None:
+                    out.append(Target("building a chunk ≤ 2× plain msgspec Structs", r.name,
+                                      r.ratio, 2.0, "×", r.ratio <= 2.0))
+        elif g.startswith("mastra mirror · agent.stream"):
+            for r in results:
+                if r.group == g and r.name.startswith("c:transform"):
+                    out.append(Target("mirror c: 3 transforms ≈ 1 µs/chunk (30× Mastra's ~30)",
+                                      r.name, r.us_per_chunk, 1.0, "µs/chunk",
+                                      r.us_per_chunk <= 1.0))
+        if g == "runner · 3 transforms · sync":
+            r = _find(results, g, "ops.apply into a list")
+            if r is not None and r.ratio is not None:
+                out.append(Target("ops.apply 3 transforms ≤ 1.3× for loop, same fns",
+                                  f"{g} / {r.name}", r.ratio, 1.3, "×", r.ratio <= 1.3))
         if g.startswith("runner") and g.endswith("· sync"):
             for name in ("StreamChain.push loop", "ops.apply"):
                 r = _find(results, g, name)
@@ -217,6 +233,55 @@ def check_targets(results: Sequence[Result]) -> list[Target]:
                     out.append(Target("per-chunk cost flat (long ≤ 1.2× short)", r.name,
                                       r.ratio, 1.2, "×", r.ratio <= 1.2))
     return out
+
+
+def vs_mastra(mastra: Sequence[dict[str, Any]], results: Sequence[Result]
+              ) -> tuple[list[tuple[str, float, float, float, str]], list[Target]]:
+    """Pair bench.mjs's rows with the mirror's (``benchmarks.rows_mastra``): per pair (label,
+    Mastra value, streamkit value, ratio = how many times faster streamkit is, unit), and the
+    issue's goals: c, d0 sequential and d0 concurrent ≥ 30×."""
+    rows: list[tuple[str, float, float, float, str]] = []
+    targets: list[Target] = []
+    by_name = {r.name: r for r in results if r.group.startswith("mastra mirror")}
+    for m in mastra:
+        scenario, api, n, k = m["scenario"], m["api"], m["N"], m["K"]
+        key = scenario.split(":")[0]
+        # (bench.mjs's second floor row, N = 100, belongs to its request scenarios.)
+        if api in ("stream", "model.doStream") and m["per_chunk_us"] and n != 100:
+            name = {"floor": f"floor · model stream · N={n:,}", "a": f"{scenario} · N={n:,}",
+                    "b": f"{scenario} · K={k} · N={n:,}",
+                    "c": f"{scenario} · 3 processors · N={n:,}"}.get(key)
+            r = by_name.get(name or "")
+            if r is None:
+                continue
+            ratio = m["per_chunk_us"] / r.us_per_chunk
+            rows.append((name or "", m["per_chunk_us"], r.us_per_chunk, ratio, "µs/chunk"))
+            if key == "c":
+                targets.append(Target("c: agent.stream 3 transforms ≥ 30× Mastra", name or "",
+                                      ratio, 30.0, "× Mastra", ratio >= 30.0))
+        elif api in ("stream-sequential", "stream-concurrent"):
+            mode = "sequential" if api == "stream-sequential" else None
+            r = next((x for x in by_name.values() if x.name.startswith(scenario + " · ")
+                      and (x.name.endswith("sequential") if mode else
+                           x.name.endswith("concurrent"))), None)
+            if r is None or not r.requests_per_s:
+                continue
+            ratio = r.requests_per_s / m["requests_per_s"]
+            rows.append((r.name, m["requests_per_s"], r.requests_per_s, ratio, "req/s"))
+            if key == "d0":
+                targets.append(Target("d0: 100-chunk requests ≥ 30× Mastra", r.name, ratio, 30.0,
+                                      "× Mastra", ratio >= 30.0))
+    return rows, targets
+
+
+def format_vs_mastra(rows: Sequence[tuple[str, float, float, float, str]],
+                     versions: str = "") -> str:
+    lines = [f"streamkit vs Mastra {versions}".rstrip() + " · measured in this run · "
+             "ratio = how many times faster streamkit is",
+             f"  {'scenario':<46} {'Mastra':>10} {'streamkit':>10}  {'unit':<9} {'ratio':>8}"]
+    for name, mv, sv, ratio, unit in rows:
+        lines.append(f"  {name:<46} {_us(mv):>10} {_us(sv):>10}  {unit:<9} {ratio:>7.1f}×")
+    return "\n".join(lines)
 
 
 def format_targets(targets: Sequence[Target], *, mode: str = "full") -> str:

@@ -44,6 +44,7 @@ __all__ = ["runner_groups"]
 
 HAND = "hand loop"
 HAND_GEN = "hand async gen"
+SAME_FNS = "for loop · same functions"
 
 
 def _chain(processors: list[Any]) -> StreamChain:
@@ -248,7 +249,37 @@ def _sync_transform_group(chunks: list[Any], repeat: int) -> Group:
                 out += 1
         return out, words[0]
 
+    async def same_functions() -> tuple[int, int]:
+        # The issue's baseline: a plain ``for`` loop in a coroutine calling the very hook
+        # functions ``ops.apply`` calls (the processors' own), appending to a list.
+        fns = [register(p).hooks["process_output_stream"].fn for p in transforms()]
+        up, drop, count = fns
+        s_drop: dict[str, Any] = {}
+        s_words: dict[str, Any] = {}
+        kept: list[Any] = []
+        for c in chunks:
+            c = up(c)
+            if c is None:
+                continue
+            c = drop(c, s_drop)
+            if c is None:
+                continue
+            c = count(c, s_words)
+            if c is None:
+                continue
+            kept.append(c)
+        return len(kept), int(s_words.get("words", 0))
+
+    async def apply_list() -> tuple[int, int]:
+        applied = ops.apply(chunks, transforms())
+        kept = [c async for c in applied]
+        return len(kept), int(applied.state("words").get("words", 0))
+
     return Group("runner · 3 transforms · sync", [
+        Case(SAME_FNS, same_functions, n, is_async=True, expect=expect,
+             note="a for loop in a coroutine calling the same three hook functions, into a list"),
+        Case("ops.apply into a list", apply_list, n, is_async=True, baseline=SAME_FNS,
+             expect=expect),
         Case(HAND, hand, n, expect=expect, note="work inline, no calls"),
         Case("StreamChain.push loop", push_loop, n, baseline=HAND, expect=expect),
         Case(HAND_GEN, hand_gen, n, is_async=True, baseline=HAND, expect=expect),

@@ -15,6 +15,8 @@ from typing import Any
 
 from .harness import Group
 from .rows_agent import agent_groups, memory_groups, request_groups
+from .rows_build import build_groups
+from .rows_mastra import mirror_groups
 from .rows_replay import replay_groups
 from .rows_runner import runner_groups
 from .rows_tracing import tracing_groups
@@ -23,7 +25,8 @@ from .rows_wire import wire_groups
 __all__ = ["Sizes", "build_suite", "SECTIONS"]
 
 #: Sections in table order; ``--only`` matches these names or any part of a group title.
-SECTIONS = ("wire", "runner", "agent", "tracing", "requests", "memory", "replay")
+SECTIONS = ("build", "wire", "runner", "agent", "tracing", "requests", "memory", "replay",
+            "mastra")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +43,8 @@ class Sizes:
         inflight: concurrent streams of the memory rows.
         repeat_micro: timed runs of the wire and runner rows.
         repeat: timed runs of the agent, request and memory rows.
+        mastra_n: text deltas of the Mastra mirror's streams (``benchmarks.rows_mastra``; its
+            100-chunk request rows use ``requests`` and ``concurrency``).
         long_memory: also trace the memory of the long "3 transforms" agent row (~20 s more:
             tracemalloc makes a million-chunk stream several times slower).
         replay_streams: recorded streams per run of the replay rows.
@@ -62,6 +67,7 @@ class Sizes:
     replay_streams: int = 10_000
     replay_ray: bool = True
     long_lines_mib: tuple[int, ...] = (1, 4, 16)
+    mastra_n: int = 10_000
 
     @classmethod
     def full(cls) -> Sizes:
@@ -72,7 +78,7 @@ class Sizes:
         """A smoke run of every row in well under a minute (numbers are indicative only)."""
         return cls(wire_chunks=5_000, runner_chunks=2_000, agent_short=2_000, agent_long=50_000,
                    requests=100, inflight=200, repeat_micro=3, repeat=3, long_memory=False,
-                   replay_streams=2_000)
+                   replay_streams=2_000, mastra_n=2_000)
 
     @classmethod
     def tiny(cls) -> Sizes:
@@ -80,7 +86,7 @@ class Sizes:
         return cls(wire_chunks=200, runner_chunks=100, agent_short=100, agent_long=1_000,
                    request_chunks=20, requests=10, concurrency=4, inflight=10, repeat_micro=2,
                    repeat=2, long_memory=False, replay_streams=100, replay_ray=False,
-                   long_lines_mib=(1, 2))
+                   long_lines_mib=(1, 2), mastra_n=200)
 
     def without_long_memory(self) -> Sizes:
         """Skip tracing the long agent row (``--no-long-memory``)."""
@@ -99,15 +105,16 @@ def build_suite(sizes: Sizes, only: list[str] | None = None) -> list[Group]:
 
     Args:
         sizes: workload sizes.
-        only: keep just these sections (``wire``, ``runner``, ``agent``, ``tracing``,
-            ``requests``, ``memory``, ``replay``) or the groups whose title contains one of these
-            strings.
+        only: keep just these sections (``build``, ``wire``, ``runner``, ``agent``,
+            ``tracing``, ``requests``, ``memory``, ``replay``, ``mastra``) or the groups whose
+            title contains one of these strings.
     """
     wanted = [w.lower() for w in only or []]
     patterns = [w for w in wanted if w not in SECTIONS]
     builders = {
         "wire": lambda: wire_groups(sizes.wire_chunks, sizes.repeat_micro,
                                     sizes.long_lines_mib),
+        "build": lambda: build_groups(sizes.wire_chunks, sizes.repeat_micro),
         "runner": lambda: runner_groups(sizes.runner_chunks, sizes.repeat_micro),
         "agent": lambda: agent_groups(sizes.agent_short, sizes.agent_long, sizes.repeat,
                                       long_memory=sizes.long_memory),
@@ -118,6 +125,9 @@ def build_suite(sizes: Sizes, only: list[str] | None = None) -> list[Group]:
         "memory": lambda: memory_groups(sizes.inflight, sizes.request_chunks, sizes.repeat),
         "replay": lambda: replay_groups(sizes.replay_streams, min(sizes.repeat, 3),
                                         with_ray=sizes.replay_ray),
+        "mastra": lambda: mirror_groups(sizes.mastra_n, sizes.repeat,
+                                        seq_requests=sizes.requests,
+                                        conc_requests=sizes.concurrency),
     }
     groups: list[Group] = []
     for section in SECTIONS:

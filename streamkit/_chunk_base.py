@@ -22,12 +22,13 @@ How unknown keys survive a round trip (Mastra's payloads carry keys streamkit do
 """
 
 import types
-from typing import (TYPE_CHECKING, Annotated, Any, ClassVar, NamedTuple, TypedDict, Union,
-                    get_args, get_origin)
+from typing import (TYPE_CHECKING, Annotated, Any, ClassVar, NamedTuple, NoReturn, Self,
+                    TypedDict, Union, get_args, get_origin)
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType, field
 
+from ._chunk_init import NOT_GIVEN, make_call
 from .errors import InvalidType
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ JSONObject = dict[str, Any]
 
 
 class PayloadBase(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True,
-                  repr_omit_defaults=True, kw_only=True, gc=False):
+                  repr_omit_defaults=True, kw_only=True, gc=False, frozen=True):
     """Base class of every payload struct.
 
     Attributes:
@@ -159,7 +160,8 @@ def assign_extra_keys(value: Any, found: _Found) -> None:
         target = value
         for attr in path:
             target = getattr(target, attr)
-        target.extra = unknown
+        # Payloads are frozen; a decoded payload's ``extra`` is its own new dict, filled here.
+        target.extra.update(unknown)
 
 
 def has_extra_keys(value: Any) -> bool:
@@ -223,8 +225,10 @@ _struct_call = StructMeta.__call__
 class _ChunkMeta(StructMeta):
     """Metaclass of the chunk classes.
 
-    At class creation it takes the msgspec tag from the ``type`` class attribute and records the
-    payload class. At call time it builds the payload from flattened keywords. Decoding never
+    At class creation it takes the msgspec tag from the ``type`` class attribute, records the
+    payload class and gives the class its generated constructor (``streamkit._chunk_init``);
+    the generic ``__call__`` here is the fallback. At call time it builds the payload from
+    flattened keywords. Decoding never
     calls the class, so it stays on msgspec's fast path. (Chunk classes are declared
     ``kw_only=True`` so the envelope fields encode before the payload, as Mastra writes them.)
     """
@@ -241,7 +245,8 @@ class _ChunkMeta(StructMeta):
         if isinstance(wire_type, str):
             kwargs.setdefault("tag", wire_type)
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
-        payload_cls = namespace.get("__annotations__", {}).get("payload")
+        payload_cls = namespace.get("__annotations__", {}).get("payload",
+                                                               getattr(cls, "_payload_cls", None))
         if not (isinstance(payload_cls, type) and issubclass(payload_cls, PayloadBase)):
             payload_cls = None
         cls._payload_cls = payload_cls
@@ -252,6 +257,12 @@ class _ChunkMeta(StructMeta):
         cls._nested_payload = nested
         cls._payload_fields = frozenset(payload_cls.__struct_fields__ if payload_cls else ())
         cls._envelope_fields = frozenset(cls.__struct_fields__)
+        # Each chunk class gets a metaclass of its own whose ``__call__`` is generated for its
+        # fields (``streamkit._chunk_init``: ~4× faster than the generic ``__call__`` below).
+        call = make_call(cls, payload_cls, _struct_call, _constructor_errors)
+        if call is not None:
+            cls.__class__ = type(f"{name}Meta", (mcls,), {"__call__": call,
+                                                        "__module__": mcls.__module__})
         return cls
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
@@ -297,8 +308,24 @@ class _ChunkMeta(StructMeta):
                 f"valid: {payload_part}chunk fields {', '.join(cls.__struct_fields__)}")
 
 
+def _constructor_errors(cls: Any, args: tuple[Any, ...], unknown: dict[str, Any],
+                        given: dict[str, Any]) -> NoReturn:
+    """Raise what a generated chunk constructor was called wrongly with (``InvalidType``)."""
+    if args:
+        raise InvalidType(f"{cls.__name__}() takes keyword arguments only, got {len(args)} "
+                          f"positional argument(s)")
+    kwargs = {k: v for k, v in given.items() if v is not NOT_GIVEN}
+    kwargs.update(unknown)
+    if unknown or "payload" in kwargs:
+        raise InvalidType(cls._explain(None, kwargs))
+    required = [f.name for f in msgspec.structs.fields(cls._payload_cls or cls)
+                if f.required and f.name not in kwargs]
+    raise InvalidType(f"{cls.__name__}(): missing required field(s) {', '.join(required)}; "
+                      f"pass them, or payload=")
+
+
 class ChunkBase(msgspec.Struct, metaclass=_ChunkMeta, tag_field="type", kw_only=True,
-                forbid_unknown_fields=True, repr_omit_defaults=True, gc=False):
+                forbid_unknown_fields=True, repr_omit_defaults=True, gc=False, frozen=True):
     """Base class of every chunk except ``DataChunk``.
 
     Attributes:
@@ -321,3 +348,36 @@ class ChunkBase(msgspec.Struct, metaclass=_ChunkMeta, tag_field="type", kw_only=
     run_id: str | UnsetType = field(default=UNSET, name="runId")
     from_: str | UnsetType = field(default=UNSET, name="from")
     metadata: dict[str, Any] | UnsetType = UNSET
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy of this chunk with ``changes``: chunks are frozen, so return a new one.
+
+        Takes what the constructor takes: envelope fields (``run_id``, ``from_``, ``metadata``,
+        ``payload``) and the payload's fields flattened (``text=``, ``tool_call_id=``...), which
+        replace fields of a copy of the payload. Everything not named is kept, unknown payload
+        keys (``payload.extra``) included. (A keyword naming a payload field goes to the
+        payload, as in the constructor.) About 1 µs; a hot loop can call
+        ``msgspec.structs.replace`` on the chunk and its payload directly (~0.2 µs).
+
+        Raises:
+            InvalidType: a keyword that is neither a payload nor an envelope field.
+
+        Example:
+            >>> from streamkit.chunks import TextDelta
+            >>> TextDelta(id="t1", text="hi", run_id="r1").replace(text="HI")
+            TextDelta(run_id='r1', payload=TextDeltaPayload(id='t1', text='HI'))
+        """
+        cls = type(self)
+        payload_changes: dict[str, Any] = {}
+        envelope: dict[str, Any] = {}
+        for key, value in changes.items():
+            if key in cls._payload_fields:
+                payload_changes[key] = value
+            elif key in cls._envelope_fields:
+                envelope[key] = value
+            else:
+                raise InvalidType(cls._explain(None, changes).replace("()", ".replace()", 1))
+        if payload_changes:
+            payload = envelope.get("payload", getattr(self, "payload"))
+            envelope["payload"] = msgspec.structs.replace(payload, **payload_changes)
+        return msgspec.structs.replace(self, **envelope)

@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 
-class ResponseMetadata(ChunkBase, kw_only=True):
+class ResponseMetadata(ChunkBase, kw_only=True, frozen=True):
     """Provider response metadata (``response-metadata``); seen by processors, not consumers."""
 
     type: ClassVar[Literal["response-metadata"]] = "response-metadata"
@@ -71,7 +71,7 @@ class ResponseMetadata(ChunkBase, kw_only=True):
         def __init__(self, **kwargs: Any) -> None: ...
 
 
-class TextStart(ChunkBase, kw_only=True):
+class TextStart(ChunkBase, kw_only=True, frozen=True):
     """A text block opens (``text-start``)."""
 
     type: ClassVar[Literal["text-start"]] = "text-start"
@@ -88,7 +88,7 @@ class TextStart(ChunkBase, kw_only=True):
         def __init__(self, **kwargs: Any) -> None: ...
 
 
-class TextDelta(ChunkBase, kw_only=True):
+class TextDelta(ChunkBase, kw_only=True, frozen=True):
     """A piece of the model's text (``text-delta``).
 
     Example:
@@ -111,7 +111,7 @@ class TextDelta(ChunkBase, kw_only=True):
         def __init__(self, **kwargs: Any) -> None: ...
 
 
-class TextEnd(ChunkBase, kw_only=True):
+class TextEnd(ChunkBase, kw_only=True, frozen=True):
     """A text block closes (``text-end``)."""
 
     type: ClassVar[Literal["text-end"]] = "text-end"
@@ -128,7 +128,7 @@ class TextEnd(ChunkBase, kw_only=True):
         def __init__(self, **kwargs: Any) -> None: ...
 
 
-class ReasoningStart(ChunkBase, kw_only=True):
+class ReasoningStart(ChunkBase, kw_only=True, frozen=True):
     """A reasoning block opens (``reasoning-start``)."""
 
     type: ClassVar[Literal["reasoning-start"]] = "reasoning-start"
@@ -145,7 +145,7 @@ class ReasoningStart(ChunkBase, kw_only=True):
         def __init__(self, **kwargs: Any) -> None: ...
 
 
-class ReasoningDelta(ChunkBase, kw_only=True):
+class ReasoningDelta(ChunkBase, kw_only=True, frozen=True):
     """A piece of the model's reasoning (``reasoning-delta``)."""
 
     type: ClassVar[Literal["reasoning-delta"]] = "reasoning-delta"
@@ -163,7 +163,7 @@ class ReasoningDelta(ChunkBase, kw_only=True):
         def __init__(self, **kwargs: Any) -> None: ...
 
 
-class ReasoningEnd(ChunkBase, kw_only=True):
+class ReasoningEnd(ChunkBase, kw_only=True, frozen=True):
     """A reasoning block closes (``reasoning-end``)."""
 
     type: ClassVar[Literal["reasoning-end"]] = "reasoning-end"
@@ -180,7 +180,7 @@ class ReasoningEnd(ChunkBase, kw_only=True):
         def __init__(self, **kwargs: Any) -> None: ...
 
 
-class ReasoningSignature(ChunkBase, kw_only=True):
+class ReasoningSignature(ChunkBase, kw_only=True, frozen=True):
     """Legacy reasoning signature (``reasoning-signature``)."""
 
     type: ClassVar[Literal["reasoning-signature"]] = "reasoning-signature"
@@ -198,7 +198,7 @@ class ReasoningSignature(ChunkBase, kw_only=True):
         def __init__(self, **kwargs: Any) -> None: ...
 
 
-class RedactedReasoning(ChunkBase, kw_only=True):
+class RedactedReasoning(ChunkBase, kw_only=True, frozen=True):
     """Legacy redacted reasoning (``redacted-reasoning``)."""
 
     type: ClassVar[Literal["redacted-reasoning"]] = "redacted-reasoning"
@@ -216,7 +216,7 @@ class RedactedReasoning(ChunkBase, kw_only=True):
         def __init__(self, **kwargs: Any) -> None: ...
 
 
-class ReasoningFile(ChunkBase, kw_only=True):
+class ReasoningFile(ChunkBase, kw_only=True, frozen=True):
     """A file produced while reasoning (``reasoning-file``)."""
 
     type: ClassVar[Literal["reasoning-file"]] = "reasoning-file"
@@ -234,7 +234,7 @@ class ReasoningFile(ChunkBase, kw_only=True):
         def __init__(self, **kwargs: Any) -> None: ...
 
 
-class Source(ChunkBase, kw_only=True):
+class Source(ChunkBase, kw_only=True, frozen=True):
     """A cited source (``source``).
 
     Example:
@@ -259,7 +259,7 @@ class Source(ChunkBase, kw_only=True):
         def __init__(self, **kwargs: Any) -> None: ...
 
 
-class File(ChunkBase, kw_only=True):
+class File(ChunkBase, kw_only=True, frozen=True):
     """A generated file (``file``)."""
 
     type: ClassVar[Literal["file"]] = "file"
@@ -278,7 +278,7 @@ class File(ChunkBase, kw_only=True):
         def __init__(self, **kwargs: Any) -> None: ...
 
 
-class Custom(ChunkBase, kw_only=True):
+class Custom(ChunkBase, kw_only=True, frozen=True):
     """A provider-specific part (``custom``)."""
 
     type: ClassVar[Literal["custom"]] = "custom"
@@ -295,7 +295,7 @@ class Custom(ChunkBase, kw_only=True):
         def __init__(self, **kwargs: Any) -> None: ...
 
 
-class ToolCallInputStreamingStart(ChunkBase, kw_only=True):
+class ToolCallInputStreamingStart(ChunkBase, kw_only=True, frozen=True):
     """The model starts streaming a tool call's arguments (``tool-call-input-streaming-start``)."""
 
     type: ClassVar[Literal["tool-call-input-streaming-start"]] = "tool-call-input-streaming-start"
@@ -315,7 +315,7 @@ class ToolCallInputStreamingStart(ChunkBase, kw_only=True):
         def __init__(self, **kwargs: Any) -> None: ...
 
 
-class ToolCallDelta(ChunkBase, kw_only=True):
+class ToolCallDelta(ChunkBase, kw_only=True, frozen=True):
     """A piece of a tool call's argument JSON (``tool-call-delta``).
 
     Example:
@@ -339,7 +339,7 @@ class ToolCallDelta(ChunkBase, kw_only=True):
         def __init__(self, **kwargs: Any) -> None: ...
 
 
-class ToolCallInputStreamingEnd(ChunkBase, kw_only=True):
+class ToolCallInputStreamingEnd(ChunkBase, kw_only=True, frozen=True):
     """A tool call's arguments are complete (``tool-call-input-streaming-end``)."""
 
     type: ClassVar[Literal["tool-call-input-streaming-end"]] = "tool-call-input-streaming-end"
@@ -357,7 +357,7 @@ class ToolCallInputStreamingEnd(ChunkBase, kw_only=True):
         def __init__(self, **kwargs: Any) -> None: ...
 
 
-class ToolCall(ChunkBase, kw_only=True):
+class ToolCall(ChunkBase, kw_only=True, frozen=True):
     """The model calls a tool (``tool-call``).
 
     Example:
@@ -382,7 +382,7 @@ class ToolCall(ChunkBase, kw_only=True):
         def __init__(self, **kwargs: Any) -> None: ...
 
 
-class Raw(ChunkBase, kw_only=True):
+class Raw(ChunkBase, kw_only=True, frozen=True):
     """A raw provider value (``raw``); ``payload`` is whatever JSON the provider sent.
 
     Example:

@@ -57,7 +57,7 @@ __all__ = [
 # --- model stream ----------------------------------------------------------------------------
 
 
-class ResponseMetadataPayload(PayloadBase):
+class ResponseMetadataPayload(PayloadBase, frozen=True):
     """Provider response metadata (``response-metadata``); provider keys go to ``extra``."""
 
     id: str | UnsetType = UNSET
@@ -67,7 +67,7 @@ class ResponseMetadataPayload(PayloadBase):
     signature: str | UnsetType = UNSET
 
 
-class TextStartPayload(PayloadBase):
+class TextStartPayload(PayloadBase, frozen=True):
     """A text block opens (``text-start``).
 
     Example:
@@ -79,7 +79,7 @@ class TextStartPayload(PayloadBase):
     provider_metadata: JSONObject | UnsetType = field(default=UNSET, name="providerMetadata")
 
 
-class TextDeltaPayload(PayloadBase):
+class TextDeltaPayload(PayloadBase, frozen=True):
     """A piece of text (``text-delta``).
 
     Example:
@@ -92,7 +92,7 @@ class TextDeltaPayload(PayloadBase):
     provider_metadata: JSONObject | UnsetType = field(default=UNSET, name="providerMetadata")
 
 
-class TextEndPayload(PayloadBase):
+class TextEndPayload(PayloadBase, frozen=True):
     """A text block closes (``text-end``).
 
     Mastra spreads the provider part into this payload, so real chunks carry their own
@@ -104,7 +104,7 @@ class TextEndPayload(PayloadBase):
     type: str | UnsetType = UNSET
 
 
-class ReasoningStartPayload(PayloadBase):
+class ReasoningStartPayload(PayloadBase, frozen=True):
     """A reasoning block opens (``reasoning-start``)."""
 
     id: str
@@ -112,7 +112,7 @@ class ReasoningStartPayload(PayloadBase):
     signature: str | UnsetType = UNSET
 
 
-class ReasoningDeltaPayload(PayloadBase):
+class ReasoningDeltaPayload(PayloadBase, frozen=True):
     """A piece of reasoning text (``reasoning-delta``)."""
 
     id: str
@@ -120,7 +120,7 @@ class ReasoningDeltaPayload(PayloadBase):
     provider_metadata: JSONObject | UnsetType = field(default=UNSET, name="providerMetadata")
 
 
-class ReasoningEndPayload(PayloadBase):
+class ReasoningEndPayload(PayloadBase, frozen=True):
     """A reasoning block closes (``reasoning-end``)."""
 
     id: str
@@ -128,7 +128,7 @@ class ReasoningEndPayload(PayloadBase):
     signature: str | UnsetType = UNSET
 
 
-class ReasoningSignaturePayload(PayloadBase):
+class ReasoningSignaturePayload(PayloadBase, frozen=True):
     """Legacy (AI SDK v1) reasoning signature (``reasoning-signature``)."""
 
     id: str
@@ -136,7 +136,7 @@ class ReasoningSignaturePayload(PayloadBase):
     provider_metadata: JSONObject | UnsetType = field(default=UNSET, name="providerMetadata")
 
 
-class RedactedReasoningPayload(PayloadBase):
+class RedactedReasoningPayload(PayloadBase, frozen=True):
     """Legacy (AI SDK v1) redacted reasoning (``redacted-reasoning``)."""
 
     id: str
@@ -144,7 +144,7 @@ class RedactedReasoningPayload(PayloadBase):
     provider_metadata: JSONObject | UnsetType = field(default=UNSET, name="providerMetadata")
 
 
-class SourcePayload(PayloadBase):
+class SourcePayload(PayloadBase, frozen=True):
     """A cited source (``source``); ``source_type`` is ``"url"`` or ``"document"``.
 
     Example:
@@ -161,7 +161,7 @@ class SourcePayload(PayloadBase):
     provider_metadata: JSONObject | UnsetType = field(default=UNSET, name="providerMetadata")
 
 
-class FilePayload(PayloadBase):
+class FilePayload(PayloadBase, frozen=True):
     """A generated file (``file``); ``data`` is base64 text in JSON, ``bytes`` in MessagePack."""
 
     data: Any
@@ -171,7 +171,7 @@ class FilePayload(PayloadBase):
     provider_metadata: JSONObject | UnsetType = field(default=UNSET, name="providerMetadata")
 
 
-class ReasoningFilePayload(PayloadBase):
+class ReasoningFilePayload(PayloadBase, frozen=True):
     """A file produced while reasoning (``reasoning-file``)."""
 
     data: Any
@@ -180,14 +180,14 @@ class ReasoningFilePayload(PayloadBase):
     provider_metadata: JSONObject | UnsetType = field(default=UNSET, name="providerMetadata")
 
 
-class CustomPayload(PayloadBase):
+class CustomPayload(PayloadBase, frozen=True):
     """A provider-specific part (``custom``); ``kind`` is the provider's part type."""
 
     kind: str
     provider_metadata: JSONObject | UnsetType = field(default=UNSET, name="providerMetadata")
 
 
-class ToolCallInputStreamingStartPayload(PayloadBase):
+class ToolCallInputStreamingStartPayload(PayloadBase, frozen=True):
     """The model starts streaming a tool call's arguments (``tool-call-input-streaming-start``)."""
 
     tool_call_id: str = field(name="toolCallId")
@@ -198,7 +198,7 @@ class ToolCallInputStreamingStartPayload(PayloadBase):
     title: str | UnsetType = UNSET
 
 
-class ToolCallDeltaPayload(PayloadBase):
+class ToolCallDeltaPayload(PayloadBase, frozen=True):
     """A piece of a tool call's argument JSON text (``tool-call-delta``).
 
     Example:
@@ -212,14 +212,14 @@ class ToolCallDeltaPayload(PayloadBase):
     provider_metadata: JSONObject | UnsetType = field(default=UNSET, name="providerMetadata")
 
 
-class ToolCallInputStreamingEndPayload(PayloadBase):
+class ToolCallInputStreamingEndPayload(PayloadBase, frozen=True):
     """A tool call's arguments are complete (``tool-call-input-streaming-end``)."""
 
     tool_call_id: str = field(name="toolCallId")
     provider_metadata: JSONObject | UnsetType = field(default=UNSET, name="providerMetadata")
 
 
-class ToolCallPayload(PayloadBase):
+class ToolCallPayload(PayloadBase, frozen=True):
     """The model calls a tool (``tool-call``); ``args`` is the parsed argument object."""
 
     tool_call_id: str = field(name="toolCallId")
@@ -232,7 +232,7 @@ class ToolCallPayload(PayloadBase):
     observability: Any = UNSET
 
 
-class ToolResultPayload(PayloadBase):
+class ToolResultPayload(PayloadBase, frozen=True):
     """A tool's result (``tool-result``).
 
     Example:
@@ -250,7 +250,7 @@ class ToolResultPayload(PayloadBase):
     dynamic: bool | UnsetType = UNSET
 
 
-class ToolErrorPayload(PayloadBase):
+class ToolErrorPayload(PayloadBase, frozen=True):
     """A tool raised, or the model called an unknown tool (``tool-error``)."""
 
     tool_call_id: str = field(name="toolCallId")
@@ -262,7 +262,7 @@ class ToolErrorPayload(PayloadBase):
     provider_metadata: JSONObject | UnsetType = field(default=UNSET, name="providerMetadata")
 
 
-class ToolOutputDeniedPayload(PayloadBase):
+class ToolOutputDeniedPayload(PayloadBase, frozen=True):
     """A tool call whose approval was declined (``tool-output-denied``)."""
 
     tool_call_id: str = field(name="toolCallId")
@@ -271,7 +271,7 @@ class ToolOutputDeniedPayload(PayloadBase):
     approval: Any = UNSET
 
 
-class ToolCallApprovalPayload(PayloadBase):
+class ToolCallApprovalPayload(PayloadBase, frozen=True):
     """A tool call waits for approval; the run suspends (``tool-call-approval``)."""
 
     tool_call_id: str = field(name="toolCallId")
@@ -280,7 +280,7 @@ class ToolCallApprovalPayload(PayloadBase):
     resume_schema: Any = field(default=UNSET, name="resumeSchema")
 
 
-class ToolCallSuspendedPayload(PayloadBase):
+class ToolCallSuspendedPayload(PayloadBase, frozen=True):
     """A tool suspended itself; the run suspends (``tool-call-suspended``)."""
 
     tool_call_id: str = field(name="toolCallId")
@@ -290,7 +290,7 @@ class ToolCallSuspendedPayload(PayloadBase):
     resume_schema: Any = field(default=UNSET, name="resumeSchema")
 
 
-class ToolOutputPayload(PayloadBase):
+class ToolOutputPayload(PayloadBase, frozen=True):
     """Output streamed by a nested run inside a tool (``tool-output``)."""
 
     tool_call_id: str = field(name="toolCallId")
@@ -301,7 +301,7 @@ class ToolOutputPayload(PayloadBase):
 # --- step ends -------------------------------------------------------------------------------
 
 
-class UsagePayload(PayloadBase):
+class UsagePayload(PayloadBase, frozen=True):
     """Token usage of a step or a run (AI SDK v5 ``LanguageModelUsage``).
 
     Example:
@@ -317,7 +317,7 @@ class UsagePayload(PayloadBase):
     raw: Any = UNSET
 
 
-class StepResultPayload(PayloadBase):
+class StepResultPayload(PayloadBase, frozen=True):
     """How a step ended: ``reason`` is a finish reason (``stop``, ``tool-calls``, ``length``,
     ``content-filter``, ``error``, ``other``, ``unknown``, ``tripwire``, ``retry``).
 
@@ -336,7 +336,7 @@ class StepResultPayload(PayloadBase):
     retry_processor_id: str | UnsetType = field(default=UNSET, name="retryProcessorId")
 
 
-class StepOutputPayload(PayloadBase):
+class StepOutputPayload(PayloadBase, frozen=True):
     """What a step produced: its text, tool calls and usage (``output`` of the step-end payloads).
 
     Example:
@@ -352,7 +352,7 @@ class StepOutputPayload(PayloadBase):
     object: Any = UNSET
 
 
-class _StepEndPayload(PayloadBase):
+class _StepEndPayload(PayloadBase, frozen=True):
     """Fields shared by ``step-finish`` and ``finish`` payloads."""
 
     step_result: StepResultPayload = field(name="stepResult")
@@ -382,7 +382,7 @@ class _StepEndPayload(PayloadBase):
             return has_extra_keys(self)
 
 
-class StepFinishPayload(_StepEndPayload):
+class StepFinishPayload(_StepEndPayload, frozen=True):
     """A step ended, after its tools ran (``step-finish``).
 
     ``metadata`` holds the response metadata (``id``, ``timestamp``, ``modelId``, ``request``...),
@@ -396,21 +396,21 @@ class StepFinishPayload(_StepEndPayload):
     """
 
 
-class FinishPayload(_StepEndPayload):
+class FinishPayload(_StepEndPayload, frozen=True):
     """The run (or, from the model, a step) finished (``finish``); same shape as ``step-finish``."""
 
 
 # --- agent loop ------------------------------------------------------------------------------
 
 
-class StartPayload(PayloadBase):
+class StartPayload(PayloadBase, frozen=True):
     """A run starts (``start``): ``id`` is the agent id."""
 
     id: str | UnsetType = UNSET
     message_id: str | UnsetType = field(default=UNSET, name="messageId")
 
 
-class StepStartPayload(PayloadBase):
+class StepStartPayload(PayloadBase, frozen=True):
     """A model step starts (``step-start``); ``started_at`` is epoch milliseconds."""
 
     request: Any = UNSET
@@ -420,17 +420,17 @@ class StepStartPayload(PayloadBase):
     input_messages: Any = field(default=UNSET, name="inputMessages")
 
 
-class ErrorPayload(PayloadBase):
+class ErrorPayload(PayloadBase, frozen=True):
     """A terminal error (``error``); ``error`` is whatever JSON the producer wrote."""
 
     error: Any = UNSET
 
 
-class AbortPayload(PayloadBase):
+class AbortPayload(PayloadBase, frozen=True):
     """The caller cancelled the run (``abort``); Mastra sends an empty payload."""
 
 
-class TripwirePayload(PayloadBase):
+class TripwirePayload(PayloadBase, frozen=True):
     """A processor stopped the run (``tripwire``).
 
     Example:

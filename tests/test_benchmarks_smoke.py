@@ -48,6 +48,75 @@ def test_every_section_has_its_groups(tiny_run: tuple[list[Result], dict[str, An
     assert sum(h == "requests" for h in heads) == 1
     assert sum(h == "memory" for h in heads) == 1
     assert sum(h == "replay" for h in heads) == 1
+    assert sum(t.startswith("chunks · building") for t in titles) == 1
+    mirror = [t for t in titles if t.startswith("mastra mirror")]
+    assert len(mirror) == 2
+
+
+def test_the_mastra_mirror_runs_every_scenario(
+        tiny_run: tuple[list[Result], dict[str, Any]]) -> None:
+    results, _ = tiny_run
+    names = [r.name for r in results if r.group.startswith("mastra mirror")]
+    n = f"N={TINY.mastra_n:,}"
+    assert names == [f"floor · model stream · {n}", f"a:no-processors · {n}",
+                     *(f"b:pass-through · K={k} · {n}" for k in (1, 3, 10)),
+                     f"c:transform · 3 processors · {n}",
+                     "d0:requests-no-processors · sequential",
+                     f"d0:requests-no-processors · {TINY.concurrency} concurrent",
+                     "d:requests-in+result-processors · sequential",
+                     f"d:requests-in+result-processors · {TINY.concurrency} concurrent"]
+
+
+def test_mirror_words_and_expectations_follow_bench_mjs() -> None:
+    from benchmarks.rows_mastra import VOCAB, expect_transform, word_at
+
+    bench = (Path(__file__).resolve().parents[1] / "benchmarks" / "mastra-node" / "bench.mjs")
+    source = bench.read_text()
+    assert all(f" {w} " in " " + source.replace("'", " ") + " " for w in VOCAB)
+    assert [word_at(i) for i in (0, 49, 50)] == ["alpha ", "amber ", "alpha "]
+    text, words = expect_transform([word_at(i) for i in range(20)])
+    assert words == 18 and text.startswith("ALPHA BETA ") and "KAPPA" not in text
+    assert "UPSILON" not in text and text.endswith("TAU ")
+
+
+def test_vs_mastra_pairs_rows_and_judges_the_goals(
+        tiny_run: tuple[list[Result], dict[str, Any]]) -> None:
+    from benchmarks.report import format_vs_mastra, vs_mastra
+
+    results, _ = tiny_run
+    n = TINY.mastra_n
+    c = next(r for r in results if r.name.startswith("c:transform"))
+    seq = next(r for r in results if r.name == "d0:requests-no-processors · sequential")
+    mastra_rows = [
+        {"scenario": "c:transform", "api": "stream", "N": n, "K": 3,
+         "per_chunk_us": c.us_per_chunk * 40, "requests_per_s": 1.0},
+        {"scenario": "d0:requests-no-processors", "api": "stream-sequential", "N": 100, "K": 0,
+         "per_chunk_us": 1.0, "requests_per_s": (seq.requests_per_s or 0) / 10},
+        {"scenario": "c:transform", "api": "generate", "N": n, "K": 3, "per_chunk_us": 1.0,
+         "requests_per_s": 1.0},
+    ]
+    pairs, goals = vs_mastra(mastra_rows, results)
+    assert [round(p[3]) for p in pairs] == [40, 10]
+    assert [(g.name, g.met) for g in goals] == [
+        ("c: agent.stream 3 transforms ≥ 30× Mastra", True),
+        ("d0: 100-chunk requests ≥ 30× Mastra", False)]
+    assert "40.0×" in format_vs_mastra(pairs, "@mastra/core 1.71.0")
+
+
+def test_vs_mastra_without_npm_says_so_and_skips_the_mastra_rows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks import mastra
+
+    monkeypatch.setenv("STREAMKIT_BENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("PATH", str(tmp_path))  # no npm on it
+    assert "npm is not installed" in str(mastra.prepare())
+    assert "lacks bench.mjs" in str(mastra.prepare(tmp_path))
+    out = io.StringIO()
+    assert main(["--tiny", "--vs-mastra", "--no-progress"], stdout=out,
+                stderr=io.StringIO()) == 0
+    text = out.getvalue()
+    assert "Mastra rows skipped: npm is not installed" in text
+    assert "mastra mirror · agent.stream" in text and "wire ·" not in text
 
 
 def test_rows_compare_to_a_baseline_of_their_own_group(
@@ -74,10 +143,11 @@ def test_runner_groups_hold_every_contender(
         tiny_run: tuple[list[Result], dict[str, Any]]) -> None:
     results, _ = tiny_run
     sync = {r.name for r in results if r.group == "runner · 3 transforms · sync"}
+    goal_rows = {"for loop · same functions", "ops.apply into a list"}
     assert sync == {"hand loop", "StreamChain.push loop", "hand async gen", "ops.apply",
-                    "reactivex", "aiostream"}
+                    "reactivex", "aiostream"} | goal_rows
     asynchronous = {r.name for r in results if r.group == "runner · 3 pass-through · async"}
-    assert asynchronous == sync - {"reactivex"}
+    assert asynchronous == sync - {"reactivex"} - goal_rows
 
 
 def test_agent_rows_cover_both_lengths_and_report_flatness(
@@ -227,7 +297,10 @@ def test_targets_are_judged_from_rows_present(
                      "agent.stream 3 transforms ≥ 500k chunks/s",
                      "per-chunk cost flat (long ≤ 1.2× short)",
                      "SSE parsing linear (ratio to floor flat)",
-                     "otel unconfigured ≤ 1.1× absent", "tracing on ≤ 1.1× off"}
+                     "otel unconfigured ≤ 1.1× absent", "tracing on ≤ 1.1× off",
+                     "building a chunk ≤ 2× plain msgspec Structs",
+                     "mirror c: 3 transforms ≈ 1 µs/chunk (30× Mastra's ~30)",
+                     "ops.apply 3 transforms ≤ 1.3× for loop, same fns"}
     assert machine()["cpus"]
 
 

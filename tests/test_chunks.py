@@ -402,7 +402,7 @@ def test_extra_keys_added_later_to_a_nested_struct_are_encoded() -> None:
     changed = wire.decode(wire.encode(chunk))
     changed.payload.output.usage.extra["raw2"] = {"tokens": 1}
     assert json.loads(wire.encode(changed))["payload"]["output"]["usage"]["raw2"] == {"tokens": 1}
-    changed.payload.total_usage = UsagePayload(total_tokens=3, extra={"z": 1})
+    changed = changed.replace(total_usage=UsagePayload(total_tokens=3, extra={"z": 1}))
     assert json.loads(wire.encode(changed))["payload"]["totalUsage"] == {"totalTokens": 3, "z": 1}
 
 
@@ -418,13 +418,13 @@ def test_step_end_fast_check_covers_every_nested_payload_struct() -> None:
     for cls in (StepFinishPayload, FinishPayload):
         for path in paths(cls):
             payload = wire.decode(wire.encode(EXPECTED["finish"])).payload
-            payload = cls(**{f: getattr(payload, f) for f in payload.__struct_fields__})
-            payload.total_usage = UsagePayload()
+            payload = cls(**{f: getattr(payload, f) for f in payload.__struct_fields__
+                             if f != "total_usage"}, total_usage=UsagePayload())
             target: Any = payload
             for attr in path:
                 target = getattr(target, attr)
             assert not payload.has_extra_keys()
-            target.extra = {"k": 1}
+            target.extra["k"] = 1  # payloads are frozen; their ``extra`` dict is not
             assert payload.has_extra_keys(), path
             assert base_module.has_extra_keys(payload), path
 

@@ -665,7 +665,7 @@ class TestTemplateCoverage:
             env = SimpleNamespace(ctx=None, fail=None, perf_counter_ns=None, data_cls=DataChunk,
                                   text_cls=TextDelta, run_data=None, tripwire_cls=TripWire,
                                   checked=None, chunk_classes=frozenset(),
-                                  multi_classes=frozenset())
+                                  multi_classes=frozenset(), not_chunk=None)
             push, count, arm, drive = factory([dict] * n, consts, [None] * n, env)
             assert inspect.iscoroutinefunction(push) is shape.is_async, shape
             assert inspect.isasyncgenfunction(drive) and count() == 0 and arm() is None

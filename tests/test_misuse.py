@@ -32,19 +32,19 @@ async def _async_key(part: Any) -> Any:
 def _two_payloads_in_one_field() -> None:
     # Annotations spelled as dicts: this module's ``from __future__ import annotations`` would
     # turn them into strings, which the chunk metaclass does not resolve.
-    class A(PayloadBase, kw_only=True):
+    class A(PayloadBase, kw_only=True, frozen=True):
         __annotations__ = {"a": int}
         a = 0
 
-    class B(PayloadBase, kw_only=True):
+    class B(PayloadBase, kw_only=True, frozen=True):
         __annotations__ = {"b": int}
         b = 0
 
-    class Both(PayloadBase, kw_only=True):
+    class Both(PayloadBase, kw_only=True, frozen=True):
         __annotations__ = {"inner": A | B | msgspec.UnsetType}
         inner = msgspec.UNSET
 
-    class Odd(ChunkBase, kw_only=True):
+    class Odd(ChunkBase, kw_only=True, frozen=True):
         __annotations__ = {"payload": Both}
         type = "odd-misuse-test"
 

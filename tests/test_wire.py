@@ -123,9 +123,9 @@ def test_msgpack_decode_errors_are_chunk_decode_errors() -> None:
 
 
 def with_dict_payload() -> TextDelta:
-    chunk = TextDelta(id="t", text="x")
-    chunk.payload = {"id": "t", "text": "x"}  # type: ignore[assignment]
-    return chunk
+    # Chunks are frozen; ``replace`` does not check types, so this builds a malformed chunk.
+    return msgspec.structs.replace(TextDelta(id="t", text="x"),
+                                   payload={"id": "t", "text": "x"})
 
 
 @pytest.mark.parametrize("value, match", [

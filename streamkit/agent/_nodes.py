@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, AsyncGenerator, Mapping
 
-from msgspec import UNSET
+from msgspec import UNSET, structs
 
 from ..chunks import (
     Chunk,
@@ -211,10 +211,9 @@ async def process_llm_request(run: Run) -> str:
 def _reenvelope(chunk: Any, run_id: str) -> Chunk:
     """A replayed chunk, as if this run's model had sent it."""
     out = coerce_chunk(chunk)
-    if out.__class__ is not DataChunk:
-        out.run_id = run_id  # type: ignore[union-attr]
-        out.from_ = AGENT  # type: ignore[union-attr]
-    return out
+    if out.__class__ is DataChunk:
+        return out
+    return structs.replace(out, run_id=run_id, from_=AGENT)  # chunks are frozen
 
 
 async def model(run: Run) -> str:

@@ -520,14 +520,14 @@ class _MessagesTranslator:
         usage = UsagePayload(input_tokens=inp, output_tokens=out,
                              total_tokens=inp + out if inp is not None and out is not None
                              else None)
-        if cache_read:
-            usage.cached_input_tokens = cache_read
+        if cache_read:  # payloads are frozen: a copy with the field set
+            usage = msgspec.structs.replace(usage, cached_input_tokens=cache_read)
         reason = _STOP_REASONS.get(self.stop_reason or "", "other")
         if reason == "tool-calls" and not self.has_tool_calls:
             reason = "stop"  # only the structured-output tool was called: that is the answer
         result = StepResultPayload(reason=reason)
         if self.stop_reason is not None:
-            result.raw_reason = self.stop_reason
+            result = msgspec.structs.replace(result, raw_reason=self.stop_reason)
         finish = Finish(payload=FinishPayload(step_result=result,
                                               output=StepOutputPayload(usage=usage)),
                         run_id=self.run_id, from_=_AGENT)

@@ -288,10 +288,10 @@ def _usage(raw: _Usage | None) -> UsagePayload:
     usage = UsagePayload(input_tokens=inp, output_tokens=out, total_tokens=total)
     details = raw.completion_tokens_details
     if details is not None and details.reasoning_tokens is not None:
-        usage.reasoning_tokens = details.reasoning_tokens
+        usage = msgspec.structs.replace(usage, reasoning_tokens=details.reasoning_tokens)
     details = raw.prompt_tokens_details
     if details is not None and details.cached_tokens is not None:
-        usage.cached_input_tokens = details.cached_tokens
+        usage = msgspec.structs.replace(usage, cached_input_tokens=details.cached_tokens)
     return usage
 
 
@@ -501,8 +501,8 @@ class _ChatTranslator:
         if self.calls and reason in ("stop", "other"):
             reason = "tool-calls"  # servers that answer "stop" although they called tools
         result = StepResultPayload(reason=reason)
-        if self.raw_finish is not None:
-            result.raw_reason = self.raw_finish
+        if self.raw_finish is not None:  # payloads are frozen: a copy with the field set
+            result = msgspec.structs.replace(result, raw_reason=self.raw_finish)
         out.append(Finish(payload=FinishPayload(step_result=result,
                                                 output=StepOutputPayload(
                                                     usage=_usage(self.usage))),

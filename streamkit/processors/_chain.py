@@ -25,10 +25,11 @@ import asyncio
 import functools
 import time
 from dataclasses import dataclass
-from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import (Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence,
+                    get_args)
 
-from ..chunks import CHUNK_TYPES, Chunk, ChunkBase, DataChunk, TextDelta
-from ..errors import ProcessorError
+from ..chunks import Chunk, ChunkBase, DataChunk, TextDelta
+from ..errors import InvalidType, ProcessorError
 from ..tripwire import TripWire
 from ._fused import HookShape, Shape, Timing, factory_for, render
 from ._runtime import RequestRuntime, StreamStats, Writer
@@ -81,6 +82,24 @@ def hook_failure(spec_id: str, hook: str, exc: BaseException) -> BaseException:
     return err
 
 
+#: Every chunk class: what the driving loop lets in without a second look.
+CHUNK_CLASSES: frozenset[type] = frozenset(get_args(Chunk))
+
+
+def not_chunk(item: object) -> None:
+    """What the driving loop calls for an item whose class is not a chunk class: nothing for an
+    instance of a chunk subclass, else ``InvalidType`` naming the item — before any processor
+    sees it (a processor would fail on it with a confusing ``AttributeError``)."""
+    if isinstance(item, (ChunkBase, DataChunk)):
+        return
+    shown = repr(item)
+    shown = shown if len(shown) <= 120 else shown[:117] + "..."
+    raise InvalidType(
+        f"a chunk source yielded an item of type {type(item).__name__}, not a chunk: {shown}. "
+        f"Build chunks with their classes (TextDelta(id=..., text=...)) or convert wire-form "
+        f"mappings with streamkit.chunks.coerce_chunk (bytes: streamkit.wire.decode)")
+
+
 class _Ctx:
     """Per-request values that change during a request and are read per chunk by hooks."""
 
@@ -106,11 +125,12 @@ class _Env:
     checked: Callable[..., None]
     chunk_classes: frozenset[type]
     multi_classes: frozenset[type]
+    not_chunk: Callable[[object], None]
 
 
-#: The classes a stream hook may return (checked by class first, subclasses by ``isinstance``).
-_CHUNK_CLASSES: frozenset[type] = frozenset((*CHUNK_TYPES.values(), DataChunk))
-_MULTI_CLASSES: frozenset[type] = _CHUNK_CLASSES | {list}
+#: The classes a stream hook may return (checked by class first, subclasses by ``isinstance``):
+#: a chunk (``CHUNK_CLASSES``), or a list from a ``multi_emit`` processor.
+_MULTI_CLASSES: frozenset[type] = CHUNK_CLASSES | {list}
 
 
 def bad_return(spec: ProcessorSpec, hook: str, value: Any, *, is_item: bool = False
@@ -167,7 +187,7 @@ def _bind(specs: Sequence[ProcessorSpec], runtime: RequestRuntime, writer: Write
             raise fail(i, err)
 
     env = _Env(ctx, fail, time.perf_counter_ns, DataChunk, TextDelta, run_data, TripWire,
-               checked, _CHUNK_CLASSES, _MULTI_CLASSES)
+               checked, CHUNK_CLASSES, _MULTI_CLASSES, not_chunk)
     limit = runtime.hook_timeout
     fns = [h.fn if limit is None or not h.is_async else _bounded_hook(h.fn, limit, s.id)
            for h, s in zip(hooks, specs)]
@@ -230,9 +250,10 @@ class StreamChain:
                            "always" if self.timed else "off", None, self.is_async, self._parts)
         # When every stream processor sees data chunks, no dispatch is needed.
         run_data = None if len(data_specs) == len(self.specs) else self._data.push
+        # With no stream hook there is nothing to time: the untimed loop calls nothing per chunk.
         self._main = _bind(self.specs, runtime, writer, message_list, self.ctx,
-                           "sampled" if self.timed else "off", run_data, self.is_async,
-                           self._parts)
+                           "sampled" if self.timed and self.specs else "off", run_data,
+                           self.is_async, self._parts)
         self.push: Callable[[Chunk], Any] = self._main.push
         self._data_index = [self.specs.index(s) for s in data_specs]
         self.empty = not self.specs
@@ -262,7 +283,8 @@ class StreamChain:
             pending: the list this chain's writer fills; what hooks wrote is yielded before the
                 chunk being processed (as Mastra orders it).
             held: chunk classes taken out of the stream and given to ``on_held`` instead (the
-                agent keeps the model's ``finish``; the consumer never sees it).
+                agent keeps the model's ``finish``; the consumer never sees it). Not
+                ``TextDelta``: the loop's fast path lets text deltas by unchecked.
             on_trip: turns a ``TripWire`` into the last chunk of the stream; ``None`` re-raises.
             on_close: awaited however the loop ends (closing the source is the caller's).
             flush: call ``flush_output_stream`` of each processor at the end of the source.
@@ -270,6 +292,8 @@ class StreamChain:
         Yields:
             The chunks that came out of the chain, in order.
         """
+        if TextDelta in held:
+            raise InvalidType("StreamChain.drive(held=...) cannot hold TextDelta")
         is_list = isinstance(source, (list, tuple))
         flushed = functools.partial(self._flushed, pending) if flush and self.flushers \
             else _nothing_flushed

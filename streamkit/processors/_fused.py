@@ -26,8 +26,10 @@ The generated module defines, inside ``factory(fns, consts, stats, env)``:
 * ``drive(source, is_list, pending, held, on_held, flush, on_trip, on_close)``: an async
   generator, **the one loop that drives a source through the chain** (``ops.apply`` and the
   agent's model step both run it). Written chunks in ``pending`` are yielded before the chunk
-  being processed; chunks whose class is in ``held`` are handed to ``on_held`` instead of the
-  chain (the agent keeps the model's ``finish``); at the end ``flush()`` (an async iterator)
+  being processed; chunks whose class is in ``held`` (never ``TextDelta``) are handed to
+  ``on_held`` instead of the chain (the agent keeps the model's ``finish``); an item whose class is
+  not a chunk class goes to ``not_chunk(item)`` (which raises unless it is a chunk subclass)
+  before any hook sees it; at the end ``flush()`` (an async iterator)
   yields what the hooks still held; ``on_trip(tripwire)`` turns a ``TripWire`` into a final
   chunk (``None``: re-raise); ``on_close()`` runs however the loop ends.
 * ``count()``/``arm()``: chunks that entered; re-arm the time-to-first-chunk probe.
@@ -228,20 +230,27 @@ def _drive_loop(shape: Shape, kind: Literal["list", "aiter"], holding: bool) -> 
     ``holding``: the variant that takes ``held`` chunk classes out first (the agent's model
     step). Both variants are generated so that ``ops.apply`` pays no check for it per chunk."""
     head = "for part in source:" if kind == "list" else "async for part in source:"
-    body: list[str] = []
+    # Every class check sits behind one identity test that a text delta -- most of any
+    # stream -- fails: held classes (never ``TextDelta``), anything that is not a chunk at all
+    # (a dict, a string: ``not_chunk`` raises, naming it), the ``data-*`` dispatch.
+    slow: list[str] = []
     if holding:
-        body += ["if part.__class__ in held:", "    on_held(part)", "    continue"]
+        slow += ["if part.__class__ in held:", "    on_held(part)", "    continue"]
+    slow += ["if part.__class__ not in chunk_classes:", "    not_chunk(part)"]
     deliver = _deliver(shape)
+    body: list[str] = []
     if shape.timing == "off":
         # Inlined: no call per chunk beyond the hooks themselves (and, untimed, no count).
         if shape.dispatch:
-            body += ["if part.__class__ is data_cls:",
+            slow += ["if part.__class__ is data_cls:",
                      f"    out = {'await ' if shape.is_async else ''}run_data(part)",
                      "    if out is None:", *_indent(_written(shape), 2), "        continue",
                      "    for part in (out if out.__class__ is list else (out,)):",
                      *_indent(deliver, 2), *_indent(_written(shape), 1), "    continue"]
+        body += ["if part.__class__ is not text_cls:", *_indent(slow, 1)]
         body += _chain_body(shape, 0, timed=False, probe=False, entry="rest", tail=deliver)
     else:
+        body += ["if part.__class__ is not text_cls:", *_indent(slow, 1)]
         body += [f"out = {'await ' if shape.is_async else ''}push(part)", *_written(shape),
                  "if out is None: continue"]
         if any(h.multi for h in shape.hooks):  # only a multi-emit hook makes push return a list
@@ -274,6 +283,7 @@ def render(shape: Shape) -> str:
     lines = ["def factory(fns, consts, stats, env):",
              "    ctx, fail, pc = env.ctx, env.fail, env.perf_counter_ns",
              "    checked, ok_one, ok_multi = env.checked, env.chunk_classes, env.multi_classes",
+             "    chunk_classes, not_chunk = env.chunk_classes, env.not_chunk",
              "    data_cls, text_cls, run_data, TripWire = env.data_cls, env.text_cls, "
              "env.run_data, env.tripwire_cls"]
     for i, hook in enumerate(shape.hooks):
