@@ -17,13 +17,23 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any, Sequence
+from typing import IO, Any
 
 from . import mastra, serve_load
 from .harness import Result, run_groups
-from .report import check_targets, format_compare, format_table, format_targets, \
-    format_vs_mastra, load, machine, save, vs_mastra
+from .report import (
+    check_targets,
+    format_compare,
+    format_table,
+    format_targets,
+    format_vs_mastra,
+    load,
+    machine,
+    save,
+    vs_mastra,
+)
 from .suite import SECTIONS, Sizes, build_suite
 
 __all__ = ["main", "run"]

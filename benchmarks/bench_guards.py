@@ -27,14 +27,22 @@ import logging
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from streamkit import ops
 from streamkit.chunks import TextDelta, TextEnd
 from streamkit.testing import FunctionModel, text
-from streamkit_operators import (Buffering, ModerationProcessor, PIIDetector, PlaceholderVault,
-                                 RegexFilter, RestorePlaceholders, StreamGuard)
+from streamkit_operators import (
+    Buffering,
+    ModerationProcessor,
+    PIIDetector,
+    PlaceholderVault,
+    RegexFilter,
+    RestorePlaceholders,
+    StreamGuard,
+)
 
 SENTENCE = ("Thanks for waiting, your order ships tomorrow and the invoice goes to "
             "ada.lovelace@example.com as usual. The card 4111 1111 1111 1111 was charged once, "

@@ -137,7 +137,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     dicts = [wire.to_builtins(c) for c in chunks]
 
     raw_encode = msgspec.json.Encoder().encode
-    union_decoder = msgspec.json.Decoder(Union[tuple(CHUNK_TYPES.values())])  # type: ignore[misc]
+    every = tuple(CHUNK_TYPES.values())
+    union_decoder = msgspec.json.Decoder(Union[every])  # type: ignore[misc]  # noqa: UP007
     data_decoder = msgspec.json.Decoder(DataChunk)
     raw_pairs = [((data_decoder if isinstance(c, DataChunk) else union_decoder).decode, line)
                  for c, line in zip(chunks, lines)]

@@ -34,8 +34,9 @@ import statistics
 import sys
 import time
 import tracemalloc
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any, Awaitable, Callable, Sequence
+from typing import IO, Any
 
 __all__ = ["Case", "Group", "Outcome", "Result", "Progress", "BenchmarkError", "measure",
            "run_groups", "planned_steps"]

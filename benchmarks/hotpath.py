@@ -31,7 +31,8 @@ import io
 import pstats
 import statistics
 import time
-from typing import Any, Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
 
 import msgspec
 
@@ -162,7 +163,7 @@ def ladder(n: int = 200_000, repeat: int = 5, requests: int = 300) -> dict[str, 
 
         times: dict[str, list[float]] = {name: [] for name, _ in steps}
         times["request (1 delta), µs"] = []
-        for name, fn in steps:  # warm-up
+        for _name, fn in steps:  # warm-up
             runner.run(fn())
         runner.run(tiny_requests())
         for rep in range(repeat):

@@ -1,4 +1,5 @@
-"""Instructions per chunk and per request, counted by valgrind's callgrind: repeatable on a noisy host.
+"""Instructions per chunk and per request, counted by valgrind's callgrind: repeatable on a noisy
+host.
 
 Wall-clock rows on a shared 2-core VM move 30–50 % between runs; callgrind counts the instructions
 a run executes, which stay the same for the same code and inputs whatever else the machine does.

@@ -12,9 +12,10 @@ import json
 import os
 import platform
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .harness import Result
 from .rows_wire import LONG_LINES
@@ -309,7 +310,7 @@ def format_targets(targets: Sequence[Target], *, mode: str = "full") -> str:
 def save(path: str | Path, results: Sequence[Result], info: dict[str, Any]) -> None:
     """Write one run as JSON (``SCHEMA``): machine, sizes, every row and the target verdicts."""
     doc = {"schema": SCHEMA,
-           "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
            **info, "results": [r.to_dict() for r in results],
            "targets": [t.to_dict() for t in check_targets(results)]}
     Path(path).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")

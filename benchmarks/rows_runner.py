@@ -23,7 +23,8 @@ Consumers only count what comes out, so no contender pays for keeping its output
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import reactivex
 from aiostream import pipe, stream
@@ -36,9 +37,20 @@ from streamkit.processors._runtime import RequestRuntime
 from streamkit.processors._spec import register
 
 from .harness import Case, Group
-from .workloads import (DROP_EVERY, AsyncPassThrough, PassThrough, acount_words, async_transforms,
-                        aupper_chunk, count_words, expected_transform, replace, text_chunks,
-                        transforms, upper_chunk)
+from .workloads import (
+    DROP_EVERY,
+    AsyncPassThrough,
+    PassThrough,
+    acount_words,
+    async_transforms,
+    aupper_chunk,
+    count_words,
+    expected_transform,
+    replace,
+    text_chunks,
+    transforms,
+    upper_chunk,
+)
 
 __all__ = ["runner_groups"]
 

@@ -48,7 +48,7 @@ JSON = "stdlib json"
 
 
 def _raw_decoders(kind: str) -> tuple[Any, Any]:
-    union = Union[tuple(CHUNK_TYPES.values())]  # type: ignore[valid-type]
+    union = Union[tuple(CHUNK_TYPES.values())]  # type: ignore[valid-type]  # noqa: UP007
     mod = msgspec.json if kind == "json" else msgspec.msgpack
     return mod.Decoder(union).decode, mod.Decoder(DataChunk).decode
 

@@ -21,7 +21,8 @@ The three real transforms, identical in every contender:
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import msgspec
 

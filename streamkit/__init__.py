@@ -21,15 +21,34 @@ Quick start::
 from . import chunks, errors, messages, ops, tokens, wire
 from .agent import Agent, AgentResult, AgentStream, Override, StepResult, TripwireInfo, Usage
 from .chunks import Chunk, DataChunk
-from .errors import (APICallError, ChunkDecodeError, MaxStepsExceeded, MemoryStoreError,
-                     ProcessorDefinitionError, ProcessorError, ScriptExhausted, StreamkitError,
-                     ToolError)
+from .errors import (
+                     APICallError,
+                     ChunkDecodeError,
+                     MaxStepsExceeded,
+                     MemoryStoreError,
+                     ProcessorDefinitionError,
+                     ProcessorError,
+                     ScriptExhausted,
+                     StreamkitError,
+                     ToolError,
+)
 from .graph import Graph
 from .memory import Memory, SQLiteStore
 from .messages import Message, MessageList, get_text
-from .processors import (APIErrorResult, ErrorProcessor, InputProcessor, LLMRequestUpdate,
-                         MessagesUpdate, OutputProcessor, Pipeline, Processor, StepOverrides,
-                         TraceRecord, Violation, Writer)
+from .processors import (
+                     APIErrorResult,
+                     ErrorProcessor,
+                     InputProcessor,
+                     LLMRequestUpdate,
+                     MessagesUpdate,
+                     OutputProcessor,
+                     Pipeline,
+                     Processor,
+                     StepOverrides,
+                     TraceRecord,
+                     Violation,
+                     Writer,
+)
 from .tools import Tool, tool
 from .tripwire import TripWire
 

@@ -10,7 +10,8 @@ themselves live there. reactivex and aiostream are used only at these edges, nev
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterable
+from typing import Any
 
 import reactivex
 from aiostream import stream as aiostream_stream

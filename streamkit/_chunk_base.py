@@ -22,8 +22,19 @@ How unknown keys survive a round trip (Mastra's payloads carry keys streamkit do
 """
 
 import types
-from typing import (TYPE_CHECKING, Annotated, Any, ClassVar, NamedTuple, NoReturn, Self,
-                    TypedDict, Union, get_args, get_origin)
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    ClassVar,
+    NamedTuple,
+    NoReturn,
+    Self,
+    TypedDict,
+    Union,
+    get_args,
+    get_origin,
+)
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType, field
@@ -378,6 +389,6 @@ class ChunkBase(msgspec.Struct, metaclass=_ChunkMeta, tag_field="type", kw_only=
             else:
                 raise InvalidType(cls._explain(None, changes).replace("()", ".replace()", 1))
         if payload_changes:
-            payload = envelope.get("payload", getattr(self, "payload"))
+            payload = envelope.get("payload", self.payload)
             envelope["payload"] = msgspec.structs.replace(payload, **payload_changes)
         return msgspec.structs.replace(self, **envelope)

@@ -14,9 +14,19 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from streamkit._message_model import (FilePart, ImagePart, Message, ReasoningPart,
-                                      ReasoningText, StepStartPart, TextPart, ToolInvocation,
-                                      ToolInvocationPart, format_timestamp, get_text)
+from streamkit._message_model import (
+    FilePart,
+    ImagePart,
+    Message,
+    ReasoningPart,
+    ReasoningText,
+    StepStartPart,
+    TextPart,
+    ToolInvocation,
+    ToolInvocationPart,
+    format_timestamp,
+    get_text,
+)
 
 __all__ = ["to_core", "to_ui"]
 

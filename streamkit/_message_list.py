@@ -14,11 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal, TypeAlias
 
-import msgspec
 from msgspec import UNSET
 
 from streamkit._message_formats import to_core, to_ui
-from streamkit.errors import MessageError, ProcessorError
 from streamkit._message_model import (
     _MS,
     Message,
@@ -33,6 +31,7 @@ from streamkit._message_model import (
     to_messages,
     to_part,
 )
+from streamkit.errors import MessageError, ProcessorError
 
 __all__ = ["MessageList", "MessageView", "MessageListCheckpoint", "SystemSnapshot", "Source"]
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, Union
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -50,7 +50,7 @@ ToolState: TypeAlias = Literal[
     "approval-requested", "approval-responded",
 ]
 _ROLES = frozenset(("user", "assistant", "system", "signal"))
-_UTC = timezone.utc
+_UTC = UTC
 _MS = timedelta(milliseconds=1)
 
 
@@ -279,8 +279,8 @@ class DataPart(_PartBase):
             raise MessageError(f"a data part's type must start with 'data-', got {self.type!r}")
 
 
-Part: TypeAlias = Union[TextPart, ReasoningPart, ToolInvocationPart, FilePart, ImagePart,
-                        SourcePart, SourceDocumentPart, StepStartPart, ErrorPart, DataPart]
+Part: TypeAlias = (TextPart | ReasoningPart | ToolInvocationPart | FilePart | ImagePart | SourcePart
+                   | SourceDocumentPart | StepStartPart | ErrorPart | DataPart)
 # Spelled out (not built from _TAGGED_PARTS) so isinstance(x, _PART_CLASSES) narrows to Part.
 _PART_CLASSES = (TextPart, ReasoningPart, ToolInvocationPart, FilePart, ImagePart, SourcePart,
                  SourceDocumentPart, StepStartPart, ErrorPart, DataPart)

@@ -53,8 +53,17 @@ dict for the copy.
 
 import re
 from collections.abc import Mapping
-from typing import (TYPE_CHECKING, Any, ClassVar, Literal, Self, Union, Unpack, get_args,
-                    overload)
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Literal,
+    Self,
+    TypeAlias,
+    Unpack,
+    get_args,
+    overload,
+)
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -462,14 +471,14 @@ class DataChunk(msgspec.Struct, forbid_unknown_fields=True, repr_omit_defaults=T
                                   f"start with 'data-', such as 'data-progress'")
 
 
-Chunk = Union[
-    Start, StepStart, ResponseMetadata, TextStart, TextDelta, TextEnd, ReasoningStart,
-    ReasoningDelta, ReasoningEnd, ReasoningSignature, RedactedReasoning, ReasoningFile, Source,
-    File, Custom, ToolCallInputStreamingStart, ToolCallDelta, ToolCallInputStreamingEnd, ToolCall,
-    ToolResult, ToolErrorChunk, ToolOutputDenied, ToolCallApproval, ToolCallSuspended, ToolOutput,
-    StepFinish, Finish, ErrorChunk, AbortChunk, TripwireChunk, Raw, ObjectChunk, ObjectResult,
-    DataChunk,
-]
+Chunk: TypeAlias = (
+    Start | StepStart | ResponseMetadata | TextStart | TextDelta | TextEnd | ReasoningStart
+    | ReasoningDelta | ReasoningEnd | ReasoningSignature | RedactedReasoning | ReasoningFile
+    | Source | File | Custom | ToolCallInputStreamingStart | ToolCallDelta
+    | ToolCallInputStreamingEnd | ToolCall | ToolResult | ToolErrorChunk | ToolOutputDenied
+    | ToolCallApproval | ToolCallSuspended | ToolOutput | StepFinish | Finish | ErrorChunk
+    | AbortChunk | TripwireChunk | Raw | ObjectChunk | ObjectResult | DataChunk
+)
 """Any chunk: the union of every chunk class."""
 
 CHUNK_TYPES: dict[str, type[ChunkBase]] = {

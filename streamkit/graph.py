@@ -8,8 +8,9 @@ against the edge table. This module knows nothing of agents, models or HTTP.
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from .errors import GraphError
 
@@ -122,7 +123,8 @@ class Graph:
         return "\n".join(lines)
 
     def to_mermaid(self) -> str:
-        """Mermaid ``flowchart`` source (renders in GitHub, JupyterLab ≥ 4.1 Markdown, mermaid.live)."""
+        """Mermaid ``flowchart`` source (renders in GitHub, JupyterLab ≥ 4.1 Markdown,
+        mermaid.live)."""
         def nid(name: str) -> str:
             return name.replace("-", "_")
 

@@ -20,17 +20,46 @@ Example:
 from __future__ import annotations
 
 from streamkit._message_formats import to_core, to_ui
-from streamkit._message_list import (MessageList, MessageListCheckpoint, MessageView, Source,
-                                     SystemSnapshot)
-from streamkit._message_model import (DataPart, ErrorPart, FilePart, ImagePart, Message,
-                                      MessageContent, MessageEncoder, Part, ReasoningPart,
-                                      ReasoningText, RedactedReasoning, Role, SourceDocumentPart,
-                                      SourceInfo, SourcePart, StepStartPart, TextPart,
-                                      ToolApproval, ToolInvocation, ToolInvocationPart,
-                                      ToolState, decode_message, decode_messages,
-                                      format_timestamp, get_text, message_encoder,
-                                      message_from_dict, message_to_dict, to_message,
-                                      to_messages, to_part)
+from streamkit._message_list import (
+                                     MessageList,
+                                     MessageListCheckpoint,
+                                     MessageView,
+                                     Source,
+                                     SystemSnapshot,
+)
+from streamkit._message_model import (
+                                     DataPart,
+                                     ErrorPart,
+                                     FilePart,
+                                     ImagePart,
+                                     Message,
+                                     MessageContent,
+                                     MessageEncoder,
+                                     Part,
+                                     ReasoningPart,
+                                     ReasoningText,
+                                     RedactedReasoning,
+                                     Role,
+                                     SourceDocumentPart,
+                                     SourceInfo,
+                                     SourcePart,
+                                     StepStartPart,
+                                     TextPart,
+                                     ToolApproval,
+                                     ToolInvocation,
+                                     ToolInvocationPart,
+                                     ToolState,
+                                     decode_message,
+                                     decode_messages,
+                                     format_timestamp,
+                                     get_text,
+                                     message_encoder,
+                                     message_from_dict,
+                                     message_to_dict,
+                                     to_message,
+                                     to_messages,
+                                     to_part,
+)
 
 __all__ = [
     # the model

@@ -10,8 +10,15 @@ Use them in your own tests, in notebooks, and in the demo::
 """
 
 from .errors import ScriptExhausted
-from .models._scripted import (FunctionModel, RecordedRequest, ScriptedModel, api_error,
-                               reasoning, text, tool_call)
+from .models._scripted import (
+                               FunctionModel,
+                               RecordedRequest,
+                               ScriptedModel,
+                               api_error,
+                               reasoning,
+                               text,
+                               tool_call,
+)
 
 __all__ = ["ScriptedModel", "FunctionModel", "RecordedRequest", "text", "tool_call", "reasoning",
            "api_error", "ScriptExhausted"]

@@ -1,4 +1,5 @@
-"""The abort signal: ``TripWire``, ``abort()`` and the ``Violation`` record given to ``on_violation``.
+"""The abort signal: ``TripWire``, ``abort()`` and the ``Violation`` record given to
+``on_violation``.
 
 ``TripWire`` is control flow, not an error: it sits outside the ``StreamkitError`` tree so that
 ``except StreamkitError`` never swallows an abort (the same choice as pydantic-ai's ``ModelRetry``).

@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 # Every chunk class but DataChunk: msgspec tells them apart by their "type" tag in one pass.
-_TAGGED: Any = Union[tuple(CHUNK_TYPES.values())]
+_TAGGED: Any = Union[tuple(CHUNK_TYPES.values())]  # noqa: UP007 - built from a tuple
 
 _json_encoder = msgspec.json.Encoder()
 _json_decoder: msgspec.json.Decoder[Chunk] = msgspec.json.Decoder(_TAGGED)

@@ -7,8 +7,9 @@ import functools
 import re
 import sys
 import weakref
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 

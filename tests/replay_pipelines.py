@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamkit_operators import PIIDetector
-
 from streamkit import ops
+from streamkit_operators import PIIDetector
 
 FORBIDDEN = "FORBIDDEN"
 

@@ -8,11 +8,20 @@ from typing import Any
 import msgspec
 import pytest
 
-from streamkit import (Agent, APICallError, Override, Processor, ProcessorDefinitionError,
-                       StreamkitError, ToolError, get_text, tool)
+from streamkit import (
+    Agent,
+    APICallError,
+    Override,
+    Processor,
+    ProcessorDefinitionError,
+    StreamkitError,
+    ToolError,
+    get_text,
+    tool,
+)
+from streamkit.agent._agent import _Call
 from streamkit.chunks import TextDelta
 from streamkit.errors import GraphError, ScriptExhausted
-from streamkit.agent._agent import _Call
 from streamkit.testing import FunctionModel, ScriptedModel, api_error, text, tool_call
 
 from .conftest import P, as_mode, run_stream, types
@@ -583,10 +592,16 @@ class TestFailures:
 
 class TestModels:
     async def test_reasoning_signature_goes_back_to_the_model(self) -> None:
-        from streamkit.chunks import (ReasoningDelta, ReasoningEnd, ReasoningStart,
-                                      StepOutputPayload, StepResultPayload as SR,
-                                      UsagePayload as U)
-        from streamkit.chunks import Finish, FinishPayload
+        from streamkit.chunks import (
+            Finish,
+            FinishPayload,
+            ReasoningDelta,
+            ReasoningEnd,
+            ReasoningStart,
+            StepOutputPayload,
+        )
+        from streamkit.chunks import StepResultPayload as SR
+        from streamkit.chunks import UsagePayload as U
 
         class Thinking:
             provider, model_id = "test", "thinking"

@@ -15,10 +15,26 @@ from typing import Any
 import pytest
 
 from benchmarks.__main__ import main, run
-from benchmarks.harness import (BenchmarkError, Case, Group, Outcome, Progress, Result, measure,
-                                planned_steps)
-from benchmarks.report import (SCHEMA, check_targets, format_compare, format_table,
-                               format_targets, load, machine, save)
+from benchmarks.harness import (
+    BenchmarkError,
+    Case,
+    Group,
+    Outcome,
+    Progress,
+    Result,
+    measure,
+    planned_steps,
+)
+from benchmarks.report import (
+    SCHEMA,
+    check_targets,
+    format_compare,
+    format_table,
+    format_targets,
+    load,
+    machine,
+    save,
+)
 from benchmarks.suite import SECTIONS, Sizes, build_suite
 
 TINY = Sizes.tiny()

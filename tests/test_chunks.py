@@ -289,7 +289,7 @@ def test_typed_constructors_list_exactly_the_payload_fields() -> None:
             assert ast.unparse(payload_arg.annotation) == cls._payload_cls.__name__
             fields = msgspec.structs.fields(cls._payload_cls)
             assert [a.arg for a in flat.args.kwonlyargs] == [f.name for f in fields], cls.__name__
-            for arg, default, f in zip(flat.args.kwonlyargs, flat.args.kw_defaults, fields):
+            for _arg, default, f in zip(flat.args.kwonlyargs, flat.args.kw_defaults, fields):
                 required = f.default is msgspec.NODEFAULT \
                     and f.default_factory is msgspec.NODEFAULT
                 assert (default is None) == required, f"{cls.__name__}.{f.name}"

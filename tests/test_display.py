@@ -113,9 +113,9 @@ class TestGraph:
                 assert rect is not None
                 boxes[g.get("data-node")] = (float(rect.get("x", 0)), float(rect.get("y", 0)))
         main = ["start", "process_input", "process_input_step", "prepare_step",
-                "process_llm_request", "model", "process_output_stream", "collect", "process_llm_response",
-                "process_output_step", "tools", "process_tool_result", "step_finish",
-                "process_output_result", "finish", "end"]
+                "process_llm_request", "model", "process_output_stream", "collect",
+                "process_llm_response", "process_output_step", "tools", "process_tool_result",
+                "step_finish", "process_output_result", "finish", "end"]
         assert [boxes[n][1] for n in main] == sorted(boxes[n][1] for n in main)
         assert len({boxes[n][0] for n in main}) == 1
         column = boxes["start"][0]

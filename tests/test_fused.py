@@ -20,16 +20,16 @@ import ast
 import asyncio
 import doctest
 import inspect
-import io
 import itertools
 import json
 import linecache
 import re
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 import msgspec
 import pytest
@@ -37,8 +37,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streamkit import Agent, MessageList, ProcessorError, TripWire, ops
-from streamkit.chunks import (DataChunk, ReasoningDelta, StepFinish, TextDelta, TextEnd,
-                              TextStart, TripwireChunk, coerce_chunk)
+from streamkit.chunks import (
+    DataChunk,
+    ReasoningDelta,
+    StepFinish,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    TripwireChunk,
+    coerce_chunk,
+)
 from streamkit.processors import _fused
 from streamkit.processors._fused import HookShape, Shape, factory_for, render
 from streamkit.processors._spec import register

@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from streamkit import (Agent, APIErrorResult, LLMRequestUpdate, MessagesUpdate, StepOverrides,
-                       tool)
+from streamkit import Agent, APIErrorResult, LLMRequestUpdate, MessagesUpdate, StepOverrides, tool
 from streamkit.messages import get_text
 from streamkit.testing import ScriptedModel, api_error, text, tool_call
 

@@ -16,9 +16,10 @@ import sqlite3
 import time
 import uuid
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -28,10 +29,17 @@ from hypothesis import strategies as st
 from streamkit import Agent, Override, StreamkitError, get_text, tool
 from streamkit.chunks import TextDelta
 from streamkit.errors import MemoryStoreError
-from streamkit.messages import (DataPart, Message, StepStartPart, TextPart, ToolInvocation,
-                                ToolInvocationPart, message_encoder)
 from streamkit.memory import Memory, MessageStore, PostgresStore, SQLiteStore, Thread
 from streamkit.memory._memory import storable_messages
+from streamkit.messages import (
+    DataPart,
+    Message,
+    StepStartPart,
+    TextPart,
+    ToolInvocation,
+    ToolInvocationPart,
+    message_encoder,
+)
 from streamkit.testing import FunctionModel, ScriptedModel, text, tool_call
 
 from .conftest import P, as_mode
@@ -377,7 +385,7 @@ class TestWhatIsStored:
                                                        ("assistant", "re: first")]
 
     def test_storable_messages_filters_copies(self) -> None:
-        at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+        at = datetime(2026, 1, 1, tzinfo=UTC)
         call = ToolInvocationPart.call("c1", "t")
         partial = ToolInvocationPart(ToolInvocation(state="partial-call", tool_call_id="c2",
                                                     tool_name="t"))
@@ -400,7 +408,7 @@ class TestThreads:
     async def test_a_thread_is_created_on_first_use_with_its_resource(
             self, memory: Memory) -> None:
         agent = Agent(id="a", model=FunctionModel(echo), memory=memory)
-        before = datetime.now(timezone.utc) - timedelta(seconds=1)
+        before = datetime.now(UTC) - timedelta(seconds=1)
         await agent.generate("hi", thread_id=T, resource_id=U)
         thread = await memory.get_thread(T)
         assert thread is not None and (thread.id, thread.resource_id) == (T, U)
@@ -461,7 +469,7 @@ class TestThreads:
         assert texts(await memory.get_messages("t1")) == [("user", "c"), ("assistant", "re: c")]
 
     async def test_order_is_created_at_then_insertion(self, memory: Memory) -> None:
-        at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+        at = datetime(2026, 1, 1, tzinfo=UTC)
         store = memory.store
         await store.save_messages(T, U, [Message.user("b", id="b", created_at=at),
                                          Message.user("c", id="c", created_at=at)])
@@ -513,7 +521,7 @@ class TestUpsertModel:
                           min_size=1, max_size=4))
     def test_saves_read_back_like_a_dict(self, backend: Backend,
                                          saves: list[list[tuple[str, int, str]]]) -> None:
-        at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+        at = datetime(2026, 1, 1, tzinfo=UTC)
         thread = f"t-{uuid.uuid4().hex[:12]}"  # one thread per example; ids global, so prefixed
         model: dict[str, list[Any]] = {}  # id -> [created_at, first save number, text]
         for n, batch in enumerate(saves):

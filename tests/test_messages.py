@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ from streamkit.messages import (
     to_ui,
 )
 
-UTC = timezone.utc
+UTC = UTC
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
 

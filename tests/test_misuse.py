@@ -10,15 +10,23 @@ the message a user needs to fix the call. The last tests scan the source so a ne
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import msgspec
 import pytest
 
 from streamkit import display, ops, wire
-from streamkit.chunks import (ChunkBase, DataChunk, ObjectChunk, PayloadBase, Stamper,
-                              TextDelta, TextDeltaPayload)
+from streamkit.chunks import (
+    ChunkBase,
+    DataChunk,
+    ObjectChunk,
+    PayloadBase,
+    Stamper,
+    TextDelta,
+    TextDeltaPayload,
+)
 from streamkit.errors import InvalidArgument, InvalidType, StreamkitError
 from streamkit.testing import FunctionModel, ScriptedModel, text, tool_call
 

@@ -4,14 +4,25 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
-from streamkit.chunks import (Finish, ReasoningDelta, ReasoningEnd, ReasoningStart,
-                              ResponseMetadata, TextDelta, TextEnd, TextStart, ToolCall,
-                              ToolCallDelta, ToolCallInputStreamingEnd,
-                              ToolCallInputStreamingStart)
+from streamkit.chunks import (
+    Finish,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    ResponseMetadata,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCall,
+    ToolCallDelta,
+    ToolCallInputStreamingEnd,
+    ToolCallInputStreamingStart,
+)
 from streamkit.errors import APICallError, StreamkitError
 from streamkit.models import AnthropicModel, ModelRequest, ToolSpec
 
@@ -61,7 +72,7 @@ def events(*objs: dict[str, Any]) -> bytes:
     return b"".join(f"event: {o['type']}\ndata: {json.dumps(o)}\n\n".encode() for o in objs)
 
 
-# --- streams ----------------------------------------------------------------------------------------
+# --- streams --------------------------------------------------------------------------------------
 
 
 async def test_streamed_text(server: ReplayServer, model: Any) -> None:
@@ -227,7 +238,7 @@ async def test_thinking_budget_raises_the_default_max_tokens(server: ReplayServe
     assert body["thinking"] == thinking and body["max_tokens"] == 4096 + 2048
 
 
-# --- errors -----------------------------------------------------------------------------------------
+# --- errors ---------------------------------------------------------------------------------------
 
 
 async def test_prefill_error_keeps_message_and_body(server: ReplayServer, model: Any,

@@ -4,16 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime, timezone
-from typing import Any, Iterator
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
 
 import httpx
 import pytest
 
-from streamkit.chunks import (Finish, ReasoningDelta, ReasoningEnd, ReasoningStart,
-                              ResponseMetadata, TextDelta, TextEnd, TextStart, ToolCall,
-                              ToolCallDelta, ToolCallInputStreamingEnd,
-                              ToolCallInputStreamingStart)
+from streamkit.chunks import (
+    Finish,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    ResponseMetadata,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCall,
+    ToolCallDelta,
+    ToolCallInputStreamingEnd,
+    ToolCallInputStreamingStart,
+)
 from streamkit.errors import APICallError, MessageError, StreamkitError
 from streamkit.models import ModelRequest, OpenAIChatModel, ToolSpec
 from streamkit.models._http import RetryPolicy, parse_retry_after
@@ -82,7 +93,7 @@ def of(chunks: list[Any], cls: type) -> list[Any]:
     return [c for c in chunks if isinstance(c, cls)]
 
 
-# --- text, tool calls, usage ------------------------------------------------------------------------
+# --- text, tool calls, usage ----------------------------------------------------------------------
 
 
 async def test_streamed_text_with_usage(server: ReplayServer, model: Any) -> None:
@@ -90,7 +101,7 @@ async def test_streamed_text_with_usage(server: ReplayServer, model: Any) -> Non
     chunks = await collect(model)
     assert type(chunks[0]) is ResponseMetadata
     assert chunks[0].payload.model_id == "mock-text"
-    assert chunks[0].payload.timestamp == datetime.fromtimestamp(1796210955, timezone.utc)
+    assert chunks[0].payload.timestamp == datetime.fromtimestamp(1796210955, UTC)
     assert [type(c) for c in chunks[1:2] + chunks[-2:]] == [TextStart, TextEnd, Finish]
     assert "".join(c.payload.text for c in of(chunks, TextDelta)) == \
         "Hello from the LiteLLM mock server."
@@ -216,7 +227,7 @@ async def test_finish_reasons_are_mapped(server: ReplayServer, model: Any, raw: 
     assert chunks[-1].payload.step_result.reason == mapped
 
 
-# --- request bodies ---------------------------------------------------------------------------------
+# --- request bodies -------------------------------------------------------------------------------
 
 
 async def test_prompt_tools_settings_and_options_reach_the_server(server: ReplayServer,
@@ -304,10 +315,10 @@ def test_api_openai_com_needs_a_key_named_in_the_error(monkeypatch: pytest.Monke
     model = OpenAIChatModel("gpt-4o-mini")  # building it is fine: the key is needed at first use
     with pytest.raises(StreamkitError, match="OPENAI_API_KEY") as info:
         model.stream(ModelRequest(prompt=QUESTION))
-    assert getattr(info.value, "env_var") == "OPENAI_API_KEY"
+    assert info.value.env_var == "OPENAI_API_KEY"
 
 
-# --- errors -----------------------------------------------------------------------------------------
+# --- errors ---------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("status,body,retryable", [
@@ -484,7 +495,7 @@ async def test_per_call_max_retries_setting(server: ReplayServer, model: Any) ->
     assert "maxRetries" not in server.requests[0].body
 
 
-# --- cancellation and clients -----------------------------------------------------------------------
+# --- cancellation and clients ---------------------------------------------------------------------
 
 
 async def test_aclose_mid_stream_closes_the_connection(server: ReplayServer, model: Any) -> None:
@@ -533,7 +544,7 @@ async def test_a_borrowed_client_is_used_and_left_open(server: ReplayServer) -> 
     assert server.requests[0].headers["x-from-client"] == "yes"
 
 
-# --- Retry-After and the policy ---------------------------------------------------------------------
+# --- Retry-After and the policy -------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("headers,expected", [
@@ -547,7 +558,7 @@ async def test_a_borrowed_client_is_used_and_left_open(server: ReplayServer) -> 
     pytest.param({}, None, id="absent"),
 ])
 def test_parse_retry_after(headers: dict[str, str], expected: float | None) -> None:
-    now = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    now = datetime(2025, 1, 1, tzinfo=UTC)
     assert parse_retry_after(headers, now=now) == expected
 
 

@@ -84,7 +84,7 @@ def test_the_version_has_one_source(pyproject_path: Path, package_dir: Path,
     assert "version" not in config["project"] and "version" in config["project"]["dynamic"]
     attr = config["tool"]["setuptools"]["dynamic"]["version"]["attr"]
     assert attr == f"{package_dir.name}.__version__"
-    version = getattr(module, "__version__")
+    version = module.__version__
     assert importlib.metadata.version(config["project"]["name"]) == version
     mentions = [p for p in package_dir.rglob("*.py")
                 if p.name != "__init__.py" and f'"{version}"' in p.read_text()]

@@ -12,8 +12,12 @@ from streamkit.chunks import DataChunk, TextDelta, TextStart
 from streamkit.messages import Message, MessageList
 from streamkit.processors import StepOverrides
 from streamkit.processors._chain import StreamChain
-from streamkit.processors._runner import (run_api_error, run_input_step, run_llm_request,
-                                          run_message_hook)
+from streamkit.processors._runner import (
+    run_api_error,
+    run_input_step,
+    run_llm_request,
+    run_message_hook,
+)
 from streamkit.processors._runtime import RequestRuntime
 from streamkit.processors._spec import register
 

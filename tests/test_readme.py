@@ -18,8 +18,8 @@ Conventions for README code blocks (follow them when adding a section):
   two set-up commands).
 
 The same conventions hold for the pages under ``docs/`` (``tests/test_docs.py``; each page runs
-in its own namespace). Tracebacks point at README lines: each block is compiled under the file name ``README.md``
-with its own line offset.
+in its own namespace). Tracebacks point at README lines: each block is compiled under the file
+name ``README.md`` with its own line offset.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -62,7 +63,7 @@ def test_a_missing_key_is_reported_at_first_use(monkeypatch: pytest.MonkeyPatch,
     model = resolve_model(model_id)  # resolving works without the key
     with pytest.raises(StreamkitError, match=variable) as info:
         model.stream(ModelRequest(prompt=[{"role": "user", "content": "hi"}]))
-    assert getattr(info.value, "env_var") == variable
+    assert info.value.env_var == variable
     monkeypatch.setenv(variable, "sk-later")  # set after resolving: read at use
     assert model.stream(ModelRequest(prompt=[{"role": "user", "content": "hi"}])) is not None
 
@@ -105,7 +106,7 @@ async def test_a_router_model_calls_the_server(server: ReplayServer,
     assert server.requests[0].body["model"] == "mock-text"
 
 
-# --- the agent and the demo over real HTTP ----------------------------------------------------------
+# --- the agent and the demo over real HTTP --------------------------------------------------------
 
 
 @tool

@@ -12,8 +12,9 @@ overrides, and a property over random interleavings (stored equals streamed).
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import msgspec
 import pytest
@@ -107,7 +108,7 @@ class Answer(msgspec.Struct):
     a: int
 
 
-# ----------------------------------------------------------------------------- the table, row by row
+# ---------------------------------------------------------------------------- the table, row by row
 
 Build = Callable[[str, list[Any]], Agent]
 
@@ -529,7 +530,7 @@ async def test_every_chunk_is_delivered_once_and_stored_equals_streamed(
             cid = f"call-{next(n)}"
             labelled = [(transient, f"{mark}{next(n)}") for transient, mark in call]
             writes[cid] = labelled
-            for transient, label in labelled:
+            for _transient, label in labelled:
                 expected.append(("data-tool", label))
                 if MARKS[label[0]] is not None:
                     expected.append(("data-echo", label))

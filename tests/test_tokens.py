@@ -28,8 +28,7 @@ from typing import Any
 
 import pytest
 
-from streamkit import Agent, StreamkitError, tool
-from streamkit import tokens
+from streamkit import Agent, StreamkitError, tokens, tool
 from streamkit.models import ToolSpec
 from streamkit.testing import ScriptedModel, reasoning, text, tool_call
 from streamkit.tokens import TokenCounter, get_counter

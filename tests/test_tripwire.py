@@ -4,7 +4,8 @@ rollback and limits, and error processors."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -145,8 +146,9 @@ class TestOutcomeMatrix:
         agent = Agent(id="t", model=ScriptedModel([]),
                       input_processors=[P("g", process_input=lambda abort: abort())])
         chunks, _ = await run(agent)
-        from streamkit import wire
         import json
+
+        from streamkit import wire
 
         body = json.loads(wire.encode(chunks[-1]))
         assert body["payload"] == {"reason": "Tripwire triggered by g", "retry": False,

@@ -20,25 +20,25 @@ from __future__ import annotations
 
 # -- prompt hygiene, budgets, caching, structuring, provider quirks -------------------------
 from ._batch_parts import BatchParts
+
+# -- guards: PII, regex, moderation, injection, language, latency budgets -------------------
+from ._budget import Buffering, StreamGuard, WindowGuard, format_report, latency_report
 from ._cost_guard import CostGuard, InMemoryUsageStore, Price, SQLiteUsageStore
+from ._holdback import HoldbackGuard, RedactingGuard
+from ._injection import INJECTION_TYPES, InjectionEvent, PromptInjectionDetector
+from ._language import LANGUAGES, LanguageDetector
+from ._moderation import MODERATION_CATEGORIES, ModerationProcessor
+from ._pii import PII_TYPES, PIIDetector, mask_value
 from ._prefill_error_handler import PrefillErrorHandler, is_prefill_error
+from ._redact import Detection, HoldbackScanner, Rule, find_all
 from ._redis import RedisCache, RedisUsageStore
+from ._regex import PRESETS, RegexFilter
 from ._response_cache import InMemoryCache, ResponseCache, SQLiteCache
 from ._structured_output import StructuredOutput
 from ._system_prompt_scrubber import SystemPromptScrubber
 from ._token_limiter import TokenLimiter
 from ._tool_call_filter import ToolCallFilter
 from ._unicode_normalizer import UnicodeNormalizer
-
-# -- guards: PII, regex, moderation, injection, language, latency budgets -------------------
-from ._budget import Buffering, StreamGuard, WindowGuard, format_report, latency_report
-from ._holdback import HoldbackGuard, RedactingGuard
-from ._injection import INJECTION_TYPES, InjectionEvent, PromptInjectionDetector
-from ._language import LANGUAGES, LanguageDetector
-from ._moderation import MODERATION_CATEGORIES, ModerationProcessor
-from ._pii import PII_TYPES, PIIDetector, mask_value
-from ._redact import Detection, HoldbackScanner, Rule, find_all
-from ._regex import PRESETS, RegexFilter
 from ._vault import PlaceholderVault, RestorePlaceholders
 
 __version__ = "0.1.0"

@@ -7,7 +7,8 @@ per step (never per chunk), so checking the result is cheap enough here.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["call_maybe_async"]
 

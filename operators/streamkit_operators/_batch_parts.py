@@ -16,7 +16,8 @@ because streamkit lets a stream hook emit several chunks at once (``multi_emit``
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from streamkit import Processor
 from streamkit.chunks import TextDelta

@@ -27,8 +27,9 @@ import inspect
 import logging
 import re
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from streamkit import Processor, TripWire
 from streamkit.chunks import StepStart, TextDelta
@@ -301,7 +302,7 @@ class WindowGuard(Processor):
             # it: only the last few held characters and the new text can hold a new one.
             tail = _tail(run.pieces, _SENTENCE_LOOKBACK)
             last = None
-            for last in _SENTENCE_END.finditer(tail + text):
+            for last in _SENTENCE_END.finditer(tail + text):  # noqa: B007 - keeps the last match
                 pass
             if last is None:
                 return []

@@ -6,8 +6,8 @@ Python-named. Mastra reads estimated cost from its observability store; streamki
 counted with ``streamkit.tokens``, the counter ``ScriptedModel`` reports usage with and which
 matches OpenAI's billed ``prompt_tokens`` — in a ``UsageStore`` (in memory, the default; SQLite
 for one machine; ``RedisUsageStore`` from ``_redis`` when processes on several machines share a
-budget), keyed by scope. Before every model call it adds the tokens the coming prompt will cost to what the scope
-already spent in the window, and compares that with the limits.
+budget), keyed by scope. Before every model call it adds the tokens the coming prompt will
+cost to what the scope already spent in the window, and compares that with the limits.
 
 Both hooks are input-lane hooks: put it in ``input_processors``. Cached (replayed) steps cost
 nothing and are not recorded.
@@ -20,14 +20,15 @@ import logging
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from streamkit import MessageList, Processor, Violation
-from streamkit.tokens import TokenCounter, get_counter
 from streamkit.errors import InvalidArgument, InvalidType
+from streamkit.tokens import TokenCounter, get_counter
 
 from ._aio import call_maybe_async
 from ._model_check import check_choice

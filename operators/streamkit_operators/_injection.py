@@ -12,8 +12,9 @@ model call (``_model_check``).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from streamkit import Processor
 from streamkit.errors import InvalidArgument

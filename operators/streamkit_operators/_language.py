@@ -11,7 +11,8 @@ model call (``_model_check``).
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from streamkit import Processor
 from streamkit.errors import InvalidArgument

@@ -17,10 +17,11 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import Any, Callable, Collection, NoReturn
+from collections.abc import Callable, Collection
+from typing import Any, NoReturn
 
-from streamkit.models import complete
 from streamkit.errors import InvalidArgument, StreamkitError
+from streamkit.models import complete
 
 __all__ = ["ERROR_STRATEGIES", "check_choice", "ask_json", "parse_json", "on_check_failure",
            "ModelAnswerError"]

@@ -9,7 +9,8 @@ What belongs here: message plumbing and answer parsing for ``ModerationProcessor
 from __future__ import annotations
 
 import logging
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import Any
 
 from streamkit import get_text
 from streamkit.messages import TextPart

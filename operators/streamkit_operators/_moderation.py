@@ -16,7 +16,8 @@ window engine (``_budget``) and the model call (``_model_check``).
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from streamkit.errors import InvalidArgument
 

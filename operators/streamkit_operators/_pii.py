@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from streamkit import TripWire
 from streamkit.errors import InvalidArgument, InvalidType

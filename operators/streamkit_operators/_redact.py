@@ -64,8 +64,9 @@ rules do.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import msgspec
 import regex
@@ -74,7 +75,6 @@ from streamkit.errors import InvalidArgument, InvalidType
 
 from ._fold import fold
 from ._match import scan
-
 
 __all__ = ["Rule", "Finding", "Region", "Detection", "Commit", "HoldbackScanner",
            "compile_pattern", "find_all", "merge_regions", "replace_regions",

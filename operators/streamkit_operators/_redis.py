@@ -39,6 +39,7 @@ from typing import Any
 
 from streamkit.errors import InvalidArgument, InvalidType, StreamkitError
 
+
 @functools.cache
 def _redis() -> tuple[Any, type[Exception]]:
     """redis-py's asyncio client class and its error base, imported when the first backend is

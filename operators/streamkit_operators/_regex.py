@@ -13,7 +13,8 @@ What belongs here: the rule presets and the processor. What does not: the hold-b
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from streamkit import TripWire
 from streamkit.errors import InvalidArgument, InvalidType

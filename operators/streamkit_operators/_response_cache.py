@@ -34,8 +34,9 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from streamkit import MessageList, Processor
 from streamkit.chunks import coerce_chunk
@@ -397,7 +398,8 @@ class ResponseCache(Processor):
         entry = await self._safe(self.cache.get, key)
         chunks = None if entry is _FAILED else self._chunks_of(entry)
         if not chunks:
-            if entry is not None and entry is not _FAILED:  # unreadable: drop it so the fresh answer replaces it
+            # unreadable: drop it so the fresh answer replaces it
+            if entry is not None and entry is not _FAILED:
                 await self._safe(self.cache.delete, key)
             state["misses"] = state.get("misses", 0) + 1
             return None

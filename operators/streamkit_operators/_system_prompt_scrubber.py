@@ -21,15 +21,21 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from streamkit import Message, MessageList, Processor, get_text
 from streamkit.chunks import TextDelta
 from streamkit.errors import InvalidArgument
 from streamkit.messages import TextPart
 
-from ._model_check import (ERROR_STRATEGIES, ModelAnswerError, ask_json, check_choice,
-                           on_check_failure)
+from ._model_check import (
+    ERROR_STRATEGIES,
+    ModelAnswerError,
+    ask_json,
+    check_choice,
+    on_check_failure,
+)
 
 __all__ = ["SystemPromptScrubber"]
 

@@ -7,7 +7,8 @@ earlier turns stop costing tokens without being lost.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import msgspec
 

@@ -1,7 +1,8 @@
 """The agent: configuration, the loop graph, and results.
 
 What belongs here: ``Agent``, ``Override``, the loop's node table/edge table, the run and its
-routing table, and the result/stream handles. Processor calling lives in ``streamkit.processors``; models in
+routing table, and the result/stream handles. Processor calling lives in
+``streamkit.processors``; models in
 ``streamkit.models``; storage in ``streamkit.memory``.
 """
 

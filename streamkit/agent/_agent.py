@@ -11,16 +11,13 @@ from __future__ import annotations
 import difflib
 import enum
 import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import (
     TYPE_CHECKING,
     Any,
-    Callable,
-    Iterable,
-    Mapping,
     Never,
     NoReturn,
-    Sequence,
     TypeAlias,
     Union,
 )
@@ -56,8 +53,7 @@ _UNSET = _Unset.UNSET
 
 #: A processor list: processors and ``Pipeline``s, or a function of ``request_context`` that
 #: returns them.
-Processors: TypeAlias = Union[Sequence[Any], Pipeline,
-                              Callable[[Mapping[str, Any]], Sequence[Any]]]
+Processors: TypeAlias = Sequence[Any] | Pipeline | Callable[[Mapping[str, Any]], Sequence[Any]]
 
 #: What ``generate``/``stream`` accept as input: a string, a message, a message dict, or a list.
 MessageInput: TypeAlias = Union[str, "Message", Mapping[str, Any],

@@ -183,7 +183,8 @@ def step_end_payload(kind: str, reason: str, continued: bool, text: str,
                    text=text,
                    tool_calls=[{"toolCallId": c["tool_call_id"], "toolName": c["tool_name"],
                                 "args": c["args"]} for c in tool_calls],
-                   usage=UsagePayload(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                   usage=UsagePayload(input_tokens=usage.input_tokens,
+                                      output_tokens=usage.output_tokens,
                            total_tokens=usage.total_tokens)))
 
 

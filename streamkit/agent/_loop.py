@@ -7,7 +7,7 @@ functions in ``_nodes.py`` (``NODES``); how errors pick the next node is in ``_r
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from ..errors import GraphError
 from ..graph import END, START, Edge, Graph, Node

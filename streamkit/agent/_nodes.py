@@ -11,7 +11,8 @@ streamkit errors → fail).
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Mapping
+from typing import Any
 
 from msgspec import UNSET, structs
 

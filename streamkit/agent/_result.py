@@ -1,4 +1,5 @@
-"""What a run returns: ``AgentResult`` (``generate()``), ``AgentStream`` (``stream()``), steps, usage.
+"""What a run returns: ``AgentResult`` (``generate()``), ``AgentStream`` (``stream()``), steps,
+usage.
 
 ``AgentStream`` is the live handle: iterate it for the full chunk stream, ``await stream.text``
 for the text the consumer received, ``await stream.result()`` for the same ``AgentResult`` that
@@ -8,8 +9,9 @@ reactivex. The stream is consumed once; ``result()``/``text`` drain what is left
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator, Awaitable
+from typing import TYPE_CHECKING, Any
 
 from .._apply import to_observable
 from ..chunks import Chunk, TextDelta

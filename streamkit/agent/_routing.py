@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import asyncio
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
 
 from ..chunks import Chunk
 from ..processors._chain import StreamChain

@@ -19,8 +19,8 @@ the transition against the graph's edge table. Exceptions are routed here, in on
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import AsyncGenerator, Awaitable, Callable, Mapping, Union
 
 from msgspec import UNSET
 
@@ -48,7 +48,7 @@ class Stream:
     then: str
 
 
-NodeResult = Union[str, Stream]
+NodeResult = str | Stream
 NodeFn = Callable[["Run"], Awaitable[NodeResult]]
 
 #: Nodes that run inside a step: a TripWire with ``retry=True`` from here can re-run the step.

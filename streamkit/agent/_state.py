@@ -7,8 +7,9 @@ Both belong to one ``Run`` (``_run.py``), which the ``AgentStream`` owns.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Union
+from typing import TYPE_CHECKING, Any
 
 from ..chunks import Finish
 from ..messages import MessageList
@@ -31,10 +32,10 @@ FEEDBACK_TEMPLATE = ("[Processor Feedback] Your previous response was not accept
                      "Please try again with the feedback in mind.")
 
 #: ``"auto"``, ``"none"``, ``"required"`` or ``{"type": "tool", "toolName": name}``.
-ToolChoice = Union[str, Mapping[str, Any]]
+ToolChoice = str | Mapping[str, Any]
 
 #: What structured output was asked for: a type (msgspec/dataclass/TypedDict...) or a JSON schema.
-StructuredOutput = Union[type, Mapping[str, Any]]
+StructuredOutput = type | Mapping[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

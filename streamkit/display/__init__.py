@@ -28,14 +28,25 @@ except lazily from a ``_repr_html_``.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ._charts import bar_chart_svg, trace_timeline_svg
 from ._graph import graph_svg
 from ._html import STYLE, HtmlBlock, esc
 from ._live import DisplayHandle, live
-from ._tables import (ChunkTable, TraceView, chunks_html, collect, result_html, result_text,
-                      show_processors, steps_html, trace_html, trace_text)
+from ._tables import (
+    ChunkTable,
+    TraceView,
+    chunks_html,
+    collect,
+    result_html,
+    result_text,
+    show_processors,
+    steps_html,
+    trace_html,
+    trace_text,
+)
 
 __all__ = [
     "graph_html", "graph_svg",

@@ -5,7 +5,8 @@ What does not belong here: tables (``_tables``) and the graph drawing (``_graph`
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..errors import InvalidArgument
 from ._html import esc, fmt_ms

@@ -515,7 +515,7 @@ def _legend_width() -> float:
 
 def _legend(x: float, y: float) -> str:
     out = ['<g class="sk-legend">']
-    for kind, (fill, stroke, tag) in _KINDS.items():
+    for kind, (fill, stroke, _tag) in _KINDS.items():
         out.append(f'<rect x="{x:.1f}" y="{y - 9:.1f}" width="14" height="11" rx="3" '
                    f'fill="{fill}" stroke="{stroke}"/>'
                    f'<text x="{x + 18:.1f}" y="{y:.1f}" font-size="10" fill="#444">{kind}</text>')

@@ -7,14 +7,25 @@ not belong here: SVG charts (``_charts``) and the graph drawing (``_graph``).
 from __future__ import annotations
 
 import time
-from typing import Any, AsyncIterable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from .. import ops
 from ..processors._base import flatten_processors
 from ..processors._spec import register
 from ._charts import trace_timeline_svg
-from ._html import (STYLE, HtmlBlock, attr, badge, esc, fmt_ms, fmt_value, short, table_html,
-                    text_table)
+from ._html import (
+    STYLE,
+    HtmlBlock,
+    attr,
+    badge,
+    esc,
+    fmt_ms,
+    fmt_value,
+    short,
+    table_html,
+    text_table,
+)
 
 __all__ = ["ChunkTable", "TraceView", "chunk_row", "chunks_html", "trace_html", "steps_html",
            "result_html", "result_text", "collect", "show_processors"]

@@ -55,14 +55,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
 from streamkit.messages import Message
 
 __all__ = ["Thread", "MessageStore", "to_micros", "from_micros", "now_micros"]
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def to_micros(value: datetime) -> int:
@@ -76,7 +76,7 @@ def to_micros(value: datetime) -> int:
         1000000
     """
     if value.tzinfo is None:
-        value = value.astimezone(timezone.utc)
+        value = value.astimezone(UTC)
     delta = value - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
@@ -89,12 +89,12 @@ def from_micros(value: int) -> datetime:
         '1970-01-01T00:00:01+00:00'
     """
     seconds, micros = divmod(value, 1_000_000)
-    return datetime.fromtimestamp(seconds, timezone.utc).replace(microsecond=micros)
+    return datetime.fromtimestamp(seconds, UTC).replace(microsecond=micros)
 
 
 def now_micros() -> int:
     """Now, in epoch microseconds truncated to milliseconds (JavaScript's precision)."""
-    now = to_micros(datetime.now(timezone.utc))
+    now = to_micros(datetime.now(UTC))
     return now - now % 1000
 
 

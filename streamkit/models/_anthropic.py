@@ -29,20 +29,45 @@ from __future__ import annotations
 import base64
 import os
 import uuid
-from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
 
 import httpx
 import msgspec
 
-from ..chunks import (Finish, FinishPayload, ReasoningDelta, ReasoningEnd, ReasoningStart,
-                      ResponseMetadata, StepOutputPayload, StepResultPayload, TextDelta, TextEnd,
-                      TextStart, ToolCall, ToolCallDelta, ToolCallInputStreamingEnd,
-                      ToolCallInputStreamingStart, UsagePayload)
+from ..chunks import (
+    Finish,
+    FinishPayload,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    ResponseMetadata,
+    StepOutputPayload,
+    StepResultPayload,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCall,
+    ToolCallDelta,
+    ToolCallInputStreamingEnd,
+    ToolCallInputStreamingStart,
+    UsagePayload,
+)
 from ..errors import APICallError, MessageError, StreamkitError
 from ..wire import DEFAULT_MAX_EVENT_BYTES
 from ._base import ModelRequest
-from ._http import (DEFAULT_DEADLINE, Deadline, HTTPModel, decode_json, error_from_payload,
-                    json_text, retrying, split_media, stream_error, unwrap_provider_options)
+from ._http import (
+    DEFAULT_DEADLINE,
+    Deadline,
+    HTTPModel,
+    decode_json,
+    error_from_payload,
+    json_text,
+    retrying,
+    split_media,
+    stream_error,
+    unwrap_provider_options,
+)
 
 __all__ = ["AnthropicModel", "to_anthropic_messages", "build_anthropic_body"]
 
@@ -70,7 +95,7 @@ _UNSUPPORTED = frozenset(("seed", "frequency_penalty", "frequencyPenalty", "pres
                           "presencePenalty", "headers", "max_retries", "maxRetries"))
 
 
-# --- request ---------------------------------------------------------------------------------------
+# --- request -------------------------------------------------------------------------------------
 
 
 def _media_block(part: dict[str, Any], kind: str, where: str) -> dict[str, Any]:
@@ -169,7 +194,8 @@ def to_anthropic_messages(prompt: list[dict[str, Any]]
         ...     {"role": "assistant", "content": [
         ...         {"type": "tool-call", "toolCallId": "t1", "toolName": "w", "args": {}}]},
         ...     {"role": "tool", "content": [
-        ...         {"type": "tool-result", "toolCallId": "t1", "toolName": "w", "result": "sun"}]}])
+        ...         {"type": "tool-result", "toolCallId": "t1", "toolName": "w",
+        ...          "result": "sun"}]}])
         >>> system
         [{'type': 'text', 'text': 'Be brief.'}]
         >>> [m["role"] for m in messages], messages[2]["content"][0]["type"]
@@ -296,7 +322,7 @@ def build_anthropic_body(model_id: str, request: ModelRequest) -> dict[str, Any]
     return body
 
 
-# --- response --------------------------------------------------------------------------------------
+# --- response ------------------------------------------------------------------------------------
 
 
 class _Usage(msgspec.Struct):
@@ -534,7 +560,7 @@ class _MessagesTranslator:
         return [finish] if self.metadata is None else [self.metadata, finish]
 
 
-# --- the model -------------------------------------------------------------------------------------
+# --- the model -----------------------------------------------------------------------------------
 
 
 class AnthropicModel(HTTPModel):

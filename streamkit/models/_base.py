@@ -15,8 +15,9 @@ string is handed to ``streamkit.models._router``.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import StreamkitError
 

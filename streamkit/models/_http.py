@@ -6,7 +6,8 @@ inside a stream and malformed or truncated streams become :class:`~streamkit.err
 (:class:`RetryPolicy`, :func:`retrying`); and :class:`HTTPSession`, which owns or borrows the
 ``httpx.AsyncClient`` and turns one POST into server-sent events or a bounded body; and what
 both providers share beyond HTTP: :class:`HTTPModel` (their constructor options, retry policy,
-``aclose``) and two format helpers (:func:`split_media`, :func:`json_text`). What does not: any provider's request or response format (``_openai``, ``_anthropic``), and
+``aclose``) and two format helpers (:func:`split_media`, :func:`json_text`). What does not: any
+provider's request or response format (``_openai``, ``_anthropic``), and
 choosing a provider from a router id (``_router``).
 
 Retries happen only before a step has yielded its first chunk: a half-streamed step is never
@@ -27,10 +28,11 @@ import base64
 import email.utils
 import random
 import weakref
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, TypeVar
+from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 import httpx
 import msgspec
@@ -223,8 +225,8 @@ def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None
     except (TypeError, ValueError, IndexError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    current = now if now is not None else datetime.now(timezone.utc)
+        when = when.replace(tzinfo=UTC)
+    current = now if now is not None else datetime.now(UTC)
     return max(0.0, (when - current).total_seconds())
 
 
@@ -448,7 +450,7 @@ def stream_error(provider: str, problem: str, url: str, *, body: str | None = No
                         is_retryable=is_retryable, url=url)
 
 
-# --- the HTTP session ------------------------------------------------------------------------------
+# --- the HTTP session -----------------------------------------------------------------------------
 
 
 class HTTPSession:
@@ -614,7 +616,7 @@ async def _read_capped(response: httpx.Response, limit: int | None) -> bytes:
     return data if limit is None else data[:limit + 1]
 
 
-# --- the shared model base -------------------------------------------------------------------------
+# --- the shared model base ------------------------------------------------------------------------
 
 
 class HTTPModel:

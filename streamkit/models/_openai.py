@@ -20,21 +20,46 @@ from __future__ import annotations
 
 import os
 import uuid
-from datetime import datetime, timezone
-from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 import httpx
 import msgspec
 
-from ..chunks import (Finish, FinishPayload, ReasoningDelta, ReasoningEnd, ReasoningStart,
-                      ResponseMetadata, StepOutputPayload, StepResultPayload, TextDelta, TextEnd,
-                      TextStart, ToolCall, ToolCallDelta, ToolCallInputStreamingEnd,
-                      ToolCallInputStreamingStart, UsagePayload)
+from ..chunks import (
+    Finish,
+    FinishPayload,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    ResponseMetadata,
+    StepOutputPayload,
+    StepResultPayload,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCall,
+    ToolCallDelta,
+    ToolCallInputStreamingEnd,
+    ToolCallInputStreamingStart,
+    UsagePayload,
+)
 from ..errors import APICallError, MessageError, StreamkitError
 from ..wire import DEFAULT_MAX_EVENT_BYTES
 from ._base import ModelRequest
-from ._http import (DEFAULT_DEADLINE, Deadline, HTTPModel, decode_json, error_from_payload,
-                    json_text, retrying, split_media, stream_error, unwrap_provider_options)
+from ._http import (
+    DEFAULT_DEADLINE,
+    Deadline,
+    HTTPModel,
+    decode_json,
+    error_from_payload,
+    json_text,
+    retrying,
+    split_media,
+    stream_error,
+    unwrap_provider_options,
+)
 
 __all__ = ["OpenAIChatModel", "to_openai_messages", "build_openai_body"]
 
@@ -59,7 +84,7 @@ _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3",
                   "audio/mp3": "mp3"}
 
 
-# --- request ---------------------------------------------------------------------------------------
+# --- request -------------------------------------------------------------------------------------
 
 
 def _user_part(part: Any, where: str) -> dict[str, Any]:
@@ -210,7 +235,7 @@ def build_openai_body(model_id: str, request: ModelRequest, *, stream: bool,
     return body
 
 
-# --- response --------------------------------------------------------------------------------------
+# --- response ------------------------------------------------------------------------------------
 
 
 class _Function(msgspec.Struct):
@@ -410,7 +435,7 @@ class _ChatTranslator:
             if not 0 <= created < _MAX_TIMESTAMP:  # also false for NaN
                 raise stream_error(self.provider, f"created is not a Unix timestamp: "
                                    f"{created!r}", self.url, is_retryable=False)
-            fields["timestamp"] = datetime.fromtimestamp(created, timezone.utc)
+            fields["timestamp"] = datetime.fromtimestamp(created, UTC)
         return ResponseMetadata(run_id=self.run_id, from_=_AGENT, **fields)
 
     def _delta(self, delta: _Delta, out: list[Any]) -> None:
@@ -510,7 +535,7 @@ class _ChatTranslator:
         return out
 
 
-# --- the model -------------------------------------------------------------------------------------
+# --- the model -----------------------------------------------------------------------------------
 
 
 class OpenAIChatModel(HTTPModel):

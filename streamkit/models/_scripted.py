@@ -1,7 +1,8 @@
 """Deterministic models with no network: ``ScriptedModel`` and ``FunctionModel``.
 
 They ship in the library (not only in tests) because the demo, the notebooks and users' own tests
-need a model that behaves exactly as scripted. Step builders: ``text``, ``tool_call``, ``reasoning``,
+need a model that behaves exactly as scripted. Step builders: ``text``, ``tool_call``,
+``reasoning``,
 ``api_error``; a list of builders is one step that does several things (text, then tool calls).
 """
 
@@ -11,13 +12,29 @@ import inspect
 import json
 import re
 import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Sequence
+from typing import Any
 
-from ..chunks import (Stamper, TextDeltaPayload, Finish, FinishPayload, ReasoningDelta, ReasoningEnd, ReasoningStart,
-                      StepOutputPayload, StepResultPayload, TextDelta, TextEnd, TextStart,
-                      ToolCall, ToolCallDelta, ToolCallInputStreamingEnd,
-                      ToolCallInputStreamingStart, UsagePayload)
+from ..chunks import (
+    Finish,
+    FinishPayload,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    Stamper,
+    StepOutputPayload,
+    StepResultPayload,
+    TextDelta,
+    TextDeltaPayload,
+    TextEnd,
+    TextStart,
+    ToolCall,
+    ToolCallDelta,
+    ToolCallInputStreamingEnd,
+    ToolCallInputStreamingStart,
+    UsagePayload,
+)
 from ..errors import APICallError, InvalidType, ScriptExhausted, StreamkitError
 from ..tokens import get_counter
 from ._base import ModelRequest

@@ -8,7 +8,8 @@ a misspelled hook is caught at registration instead of silently never running.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Iterator, Protocol, runtime_checkable
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Protocol, runtime_checkable
 
 from ._chain import StreamChain
 from ._runtime import RequestRuntime, Writer

@@ -24,9 +24,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import (Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence,
-                    get_args)
+from typing import (
+    Any,
+    get_args,
+)
 
 from ..chunks import Chunk, ChunkBase, DataChunk, TextDelta
 from ..errors import InvalidType, ProcessorError
@@ -339,7 +342,8 @@ class StreamChain:
                     res = await (res if limit is None else
                                  bounded(res, limit, spec.id, "flush_output_stream"))
             except BaseException as exc:
-                raise hook_failure(spec.id, "flush_output_stream", exc)  # keeps __cause__
+                # hook_failure sets the cause itself, or returns exc (a TripWire, a cancellation)
+                raise hook_failure(spec.id, "flush_output_stream", exc)  # noqa: B904
             out: list[Chunk] = []
             if res:
                 flushed = res if isinstance(res, list) else [res]

@@ -43,8 +43,9 @@ the chain, a *probe* path notes when the first text delta entered and left each 
 from __future__ import annotations
 
 import linecache
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from ._spec import HookSpec
 

@@ -17,8 +17,9 @@ Decisions where Mastra has two behaviours (``mastra-reference.md`` §13):
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Any, Sequence
+from typing import Any
 
 from .._message_list import Source
 from ..errors import ProcessorError
@@ -102,7 +103,8 @@ class LLMRequestUpdate:
 
     Example:
         >>> def process_llm_request(prompt):
-        ...     return LLMRequestUpdate(prompt=[*prompt, {"role": "system", "content": "Be terse."}])
+        ...     terse = {"role": "system", "content": "Be terse."}
+        ...     return LLMRequestUpdate(prompt=[*prompt, terse])
     """
 
     prompt: list[dict[str, Any]] | None = None
@@ -150,7 +152,8 @@ async def call_hook(runtime: RequestRuntime, spec: ProcessorSpec, hook: str,
     except BaseException as exc:
         failure = hook_failure(spec.id, hook, exc)
         if isinstance(failure, TripWire):
-            runtime.record(spec.id, hook, step, now() - t0, "retry" if failure.retry else "tripwire",
+            runtime.record(spec.id, hook, step, now() - t0,
+                           "retry" if failure.retry else "tripwire",
                            failure.reason)
             await runtime.violation(spec, failure, hook)
         elif isinstance(failure, ProcessorError):

@@ -9,8 +9,9 @@ from __future__ import annotations
 import inspect
 import logging
 import time
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Generator
+from typing import Any
 
 from ..chunks import coerce_chunk
 from ..tripwire import TripWire, Violation, make_abort

@@ -11,8 +11,9 @@ import difflib
 import functools
 import inspect
 import weakref
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from ..errors import ProcessorDefinitionError
 
@@ -69,7 +70,8 @@ def is_async_callable(fn: Any) -> bool:
     while isinstance(fn, functools.partial):
         fn = fn.func
     return inspect.iscoroutinefunction(fn) or (
-        callable(fn) and inspect.iscoroutinefunction(getattr(fn, "__call__", None)))
+        # Calling an object runs its class's __call__ (an instance attribute is never used).
+        callable(fn) and inspect.iscoroutinefunction(type(fn).__call__))
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +191,8 @@ def _hook_spec(owner: str, hook: str, fn: Any, allowed: frozenset[str]) -> HookS
             extra = f" ({p.name!r} is passed to {', '.join(elsewhere)} only)" if elsewhere else ""
             raise ProcessorDefinitionError(
                 f"processor {owner!r}: {hook} asks for parameter {p.name!r}, which it never "
-                f"receives{extra}; did you mean {hint!r}? Valid names: {', '.join(sorted(allowed))}")
+                f"receives{extra}; did you mean {hint!r}? "
+                f"Valid names: {', '.join(sorted(allowed))}")
         if p.kind is p.KEYWORD_ONLY:
             positional = False
         params.append(p.name)
@@ -200,7 +203,7 @@ def _lookup(obj: Any, name: str) -> Any:
     return getattr(obj, name, None)
 
 
-_CACHE: "weakref.WeakKeyDictionary[Any, ProcessorSpec]" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Any, ProcessorSpec] = weakref.WeakKeyDictionary()
 
 
 def register(processor: Any) -> ProcessorSpec:

@@ -10,8 +10,13 @@ import pytest
 from streamkit import Agent, Violation, tool
 from streamkit.errors import InvalidArgument
 from streamkit.testing import ScriptedModel, reasoning, text, tool_call
-from streamkit_operators import (CostGuard, InMemoryUsageStore, Price, ResponseCache,
-                                 SQLiteUsageStore)
+from streamkit_operators import (
+    CostGuard,
+    InMemoryUsageStore,
+    Price,
+    ResponseCache,
+    SQLiteUsageStore,
+)
 
 from ..conftest import as_mode
 

@@ -33,8 +33,6 @@ import pytest
 import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from streamkit_operators import PIIDetector, RegexFilter, Rule, find_all
-from streamkit_operators._fold import fold
 
 from streamkit import Agent, ops, tool, wire
 from streamkit.chunks import (
@@ -56,6 +54,8 @@ from streamkit.chunks import (
     UsagePayload,
 )
 from streamkit.memory import Memory, SQLiteStore
+from streamkit_operators import PIIDetector, RegexFilter, Rule, find_all
+from streamkit_operators._fold import fold
 
 from ..conftest import as_mode
 

@@ -5,7 +5,8 @@ added as the run's trace reports it (timed with a fake clock, never with sleeps)
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -13,8 +14,15 @@ from streamkit import Agent, ops
 from streamkit.chunks import TextDelta, TextEnd
 from streamkit.errors import InvalidArgument, InvalidType
 from streamkit.testing import ScriptedModel, text
-from streamkit_operators import (Buffering, ModerationProcessor, PIIDetector, RegexFilter,
-                                 StreamGuard, format_report, latency_report)
+from streamkit_operators import (
+    Buffering,
+    ModerationProcessor,
+    PIIDetector,
+    RegexFilter,
+    StreamGuard,
+    format_report,
+    latency_report,
+)
 
 from ..conftest import as_mode
 
@@ -283,7 +291,8 @@ async def test_no_text_means_no_first_chunk_delay() -> None:
 
 
 def test_the_benchmark_runs_and_reports_every_guard(capsys: pytest.CaptureFixture[str]) -> None:
-    from benchmarks.bench_guards import contenders, run as bench
+    from benchmarks.bench_guards import contenders
+    from benchmarks.bench_guards import run as bench
 
     report = bench(["--deltas", "40", "--repeat", "1", "--paced-deltas", "6",
                     "--interval", "0.0005", "--json"])

@@ -9,18 +9,35 @@ keeps bare builtin raises out of this package lives in ``tests/test_misuse.py``.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from streamkit import Agent
 from streamkit.errors import InvalidArgument, InvalidType, StreamkitError
 from streamkit.testing import ScriptedModel, text
-from streamkit_operators import (BatchParts, Buffering, CostGuard, HoldbackScanner, InMemoryCache,
-                                 LanguageDetector, ModerationProcessor, PIIDetector,
-                                 PlaceholderVault, PromptInjectionDetector, RegexFilter,
-                                 ResponseCache, Rule, SQLiteCache, StreamGuard, StructuredOutput,
-                                 SystemPromptScrubber, TokenLimiter, ToolCallFilter)
+from streamkit_operators import (
+    BatchParts,
+    Buffering,
+    CostGuard,
+    HoldbackScanner,
+    InMemoryCache,
+    LanguageDetector,
+    ModerationProcessor,
+    PIIDetector,
+    PlaceholderVault,
+    PromptInjectionDetector,
+    RegexFilter,
+    ResponseCache,
+    Rule,
+    SQLiteCache,
+    StreamGuard,
+    StructuredOutput,
+    SystemPromptScrubber,
+    TokenLimiter,
+    ToolCallFilter,
+)
 
 from ..conftest import assert_misuse
 

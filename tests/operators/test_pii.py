@@ -16,9 +16,17 @@ from streamkit.chunks import TextDelta, TextEnd, TextStart
 from streamkit.errors import InvalidArgument
 from streamkit.memory import Memory, SQLiteStore
 from streamkit.testing import ScriptedModel, reasoning, text, tool_call
-from streamkit_operators import (PII_TYPES, Detection, HoldbackScanner, PIIDetector,
-                                 PlaceholderVault, RestorePlaceholders, Rule, find_all,
-                                 mask_value)
+from streamkit_operators import (
+    PII_TYPES,
+    Detection,
+    HoldbackScanner,
+    PIIDetector,
+    PlaceholderVault,
+    RestorePlaceholders,
+    Rule,
+    find_all,
+    mask_value,
+)
 from streamkit_operators._pii import pii_rules
 
 CARD = "4111 1111 1111 1111"

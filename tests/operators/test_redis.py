@@ -19,8 +19,14 @@ import redis
 from streamkit import Agent
 from streamkit.errors import InvalidArgument, InvalidType, StreamkitError
 from streamkit.testing import ScriptedModel, text
-from streamkit_operators import (CostGuard, InMemoryCache, InMemoryUsageStore, RedisCache,
-                                 RedisUsageStore, ResponseCache)
+from streamkit_operators import (
+    CostGuard,
+    InMemoryCache,
+    InMemoryUsageStore,
+    RedisCache,
+    RedisUsageStore,
+    ResponseCache,
+)
 
 WRITERS, ADDS = 4, 40
 

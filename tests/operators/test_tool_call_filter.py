@@ -1,4 +1,5 @@
-"""ToolCallFilter: old tool calls leave the prompt, this run's stay, the stored history keeps all."""
+"""ToolCallFilter: old tool calls leave the prompt, this run's stay, the stored history keeps
+all."""
 
 from __future__ import annotations
 

@@ -10,7 +10,6 @@ from typing import Any
 
 import httpx
 import pytest
-from streamkit_operators import PIIDetector
 
 from streamkit import Agent
 from streamkit.memory import Memory, SQLiteStore
@@ -18,6 +17,7 @@ from streamkit.messages import message_to_dict
 from streamkit.serve import create_app
 from streamkit.testing import ScriptedModel, text, tool_call
 from streamkit.tools import tool
+from streamkit_operators import PIIDetector
 
 from ..conftest import as_mode
 from ._server import running

@@ -11,8 +11,7 @@ import asyncio
 from typing import Any, assert_type
 
 from streamkit import Agent, Chunk, Processor, ops, tool
-from streamkit.chunks import (DataChunk, Finish, ReasoningDelta, TextDelta, ToolCall,
-                              ToolResult)
+from streamkit.chunks import DataChunk, Finish, ReasoningDelta, TextDelta, ToolCall, ToolResult
 from streamkit.testing import ScriptedModel, reasoning, text, tool_call
 
 
