@@ -389,6 +389,7 @@ class ChunkBase(msgspec.Struct, metaclass=_ChunkMeta, tag_field="type", kw_only=
             else:
                 raise InvalidType(cls._explain(None, changes).replace("()", ".replace()", 1))
         if payload_changes:
-            payload = envelope.get("payload", self.payload)
+            # ChunkBase declares no payload (each subclass does): getattr keeps mypy honest
+            payload = envelope.get("payload", getattr(self, "payload"))  # noqa: B009
             envelope["payload"] = msgspec.structs.replace(payload, **payload_changes)
         return msgspec.structs.replace(self, **envelope)
