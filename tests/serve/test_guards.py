@@ -78,7 +78,7 @@ async def test_a_redacting_stream_hook_runs_as_in_process(route: str, mode: str,
                                                           memory: Memory) -> None:
     def redact(part: Any) -> Any:
         if part.type == "text-delta" and "secret" in part.payload.text:
-            part.payload.text = part.payload.text.replace("secret", "[redacted]")
+            return part.replace(text=part.payload.text.replace("secret", "[redacted]"))
         return part
 
     class Redactor:
