@@ -27,7 +27,14 @@ from msgspec import UNSET
 from ..chunks import Chunk, DataChunk, TextDelta, ToolErrorChunk, ToolResult
 from ..errors import APICallError, StreamkitError
 from ..graph import END, START, Graph
-from ..messages import DataPart, Message, MessageContent, MessageList, ToolInvocationPart
+from ..messages import (
+    DataPart,
+    Message,
+    MessageContent,
+    MessageList,
+    SystemSnapshot,
+    ToolInvocationPart,
+)
 from ..processors._chain import StreamChain
 from ..processors._runtime import RequestRuntime
 from ..tracing._settings import run_tracer
@@ -101,7 +108,9 @@ class Run:
         for text in config.instructions:
             if text:
                 ml.add_system(text)
-        self.state = RunState(message_list=ml, system_snapshot=ml.snapshot_system(),
+        # The run's snapshot is taken by ``process_input`` (after its hooks), which every path
+        # to a step goes through: an empty one until then, not a copy made only to be replaced.
+        self.state = RunState(message_list=ml, system_snapshot=SystemSnapshot(()),
                               input_messages=messages)
         self.outbox = Outbox()
         self.chain = StreamChain(config.output_specs, self.runtime,
