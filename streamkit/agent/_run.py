@@ -18,12 +18,12 @@ the transition against the graph's edge table. Exceptions are routed here, in on
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from msgspec import UNSET
 
+from .._message_model import _new_id
 from ..chunks import Chunk, DataChunk, TextDelta, ToolErrorChunk, ToolResult
 from ..errors import APICallError, StreamkitError
 from ..graph import END, START, Graph
@@ -101,7 +101,7 @@ class Run:
         self.config = config
         self.graph = graph
         self._nodes = nodes
-        self.run_id = str(uuid.uuid4())
+        self.run_id = _new_id()
         self.runtime = RequestRuntime(config.request_context, run_id=self.run_id,
                                       timed=config.timed, hook_timeout=config.hook_timeout)
         ml = MessageList(thread_id=config.thread_id, resource_id=config.resource_id)
