@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from streamkit._message_model import _new_id
 from streamkit.errors import MessageError, ProcessorError
 from streamkit.messages import (
     DataPart,
@@ -950,3 +951,14 @@ def test_all_is_honest() -> None:
     public = {n for n in vars(module) if not n.startswith("_")
               and getattr(getattr(module, n), "__module__", "").startswith("streamkit")}
     assert public <= set(module.__all__) | {"MessageError", "TYPE_CHECKING"}
+
+
+def test_new_ids_are_random_version_4_uuids_in_canonical_text() -> None:
+    ids = [_new_id() for _ in range(2000)]
+    assert len(set(ids)) == len(ids)
+    for text in ids:
+        parsed = uuid.UUID(text)
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
+        assert str(parsed) == text  # lower-case hex, dashes where uuid puts them
+    # every variant digit (8, 9, a, b) occurs: the two random bits under it are kept
+    assert {text[19] for text in ids} == set("89ab")

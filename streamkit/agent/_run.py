@@ -18,16 +18,23 @@ the transition against the graph's edge table. Exceptions are routed here, in on
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from msgspec import UNSET
 
+from .._message_model import _new_id
 from ..chunks import Chunk, DataChunk, TextDelta, ToolErrorChunk, ToolResult
 from ..errors import APICallError, StreamkitError
 from ..graph import END, START, Graph
-from ..messages import DataPart, Message, MessageContent, MessageList, ToolInvocationPart
+from ..messages import (
+    DataPart,
+    Message,
+    MessageContent,
+    MessageList,
+    SystemSnapshot,
+    ToolInvocationPart,
+)
 from ..processors._chain import StreamChain
 from ..processors._runtime import RequestRuntime
 from ..tracing._settings import run_tracer
@@ -94,14 +101,16 @@ class Run:
         self.config = config
         self.graph = graph
         self._nodes = nodes
-        self.run_id = str(uuid.uuid4())
+        self.run_id = _new_id()
         self.runtime = RequestRuntime(config.request_context, run_id=self.run_id,
                                       timed=config.timed, hook_timeout=config.hook_timeout)
         ml = MessageList(thread_id=config.thread_id, resource_id=config.resource_id)
         for text in config.instructions:
             if text:
                 ml.add_system(text)
-        self.state = RunState(message_list=ml, system_snapshot=ml.snapshot_system(),
+        # The run's snapshot is taken by ``process_input`` (after its hooks), which every path
+        # to a step goes through: an empty one until then, not a copy made only to be replaced.
+        self.state = RunState(message_list=ml, system_snapshot=SystemSnapshot(()),
                               input_messages=messages)
         self.outbox = Outbox()
         self.chain = StreamChain(config.output_specs, self.runtime,

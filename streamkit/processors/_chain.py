@@ -249,14 +249,21 @@ class StreamChain:
         self._parts: dict[str, list[Chunk]] = {} if continues is None else continues._parts
         data_specs = [s for s in self.specs if s.process_data_parts]
         self.is_async = any(s.hooks[HOOK].is_async for s in self.specs)
-        self._data = _bind(data_specs, runtime, writer, message_list, self.ctx,
-                           "always" if self.timed else "off", None, self.is_async, self._parts)
-        # When every stream processor sees data chunks, no dispatch is needed.
-        run_data = None if len(data_specs) == len(self.specs) else self._data.push
-        # With no stream hook there is nothing to time: the untimed loop calls nothing per chunk.
-        self._main = _bind(self.specs, runtime, writer, message_list, self.ctx,
-                           "sampled" if self.timed and self.specs else "off", run_data,
-                           self.is_async, self._parts)
+        if self.specs:
+            self._data = _bind(data_specs, runtime, writer, message_list, self.ctx,
+                               "always" if self.timed else "off", None, self.is_async,
+                               self._parts)
+            # When every stream processor sees data chunks, no dispatch is needed.
+            run_data = None if len(data_specs) == len(self.specs) else self._data.push
+            self._main = _bind(self.specs, runtime, writer, message_list, self.ctx,
+                               "sampled" if self.timed else "off", run_data, self.is_async,
+                               self._parts)
+        else:
+            # No stream hook: nothing to time or dispatch, so one empty untimed chain (its loop
+            # calls nothing per chunk and counts nothing) serves both lanes -- bound once per
+            # request, not twice.
+            self._main = self._data = _bind((), runtime, writer, message_list, self.ctx, "off",
+                                            None, self.is_async, self._parts)
         self.push: Callable[[Chunk], Any] = self._main.push
         self._data_index = [self.specs.index(s) for s in data_specs]
         self.empty = not self.specs

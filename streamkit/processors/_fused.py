@@ -251,18 +251,33 @@ def _drive_loop(shape: Shape, kind: Literal["list", "aiter"], holding: bool) -> 
         body += ["if part.__class__ is not text_cls:", *_indent(slow, 1)]
         body += _chain_body(shape, 0, timed=False, probe=False, entry="rest", tail=deliver)
     else:
-        body += ["if part.__class__ is not text_cls:", *_indent(slow, 1)]
-        body += [f"out = {'await ' if shape.is_async else ''}push(part)", *_written(shape),
-                 "if out is None: continue"]
+        pushed = [f"out = {'await ' if shape.is_async else ''}push(part)", *_written(shape),
+                  "if out is None: continue"]
         if any(h.multi for h in shape.hooks):  # only a multi-emit hook makes push return a list
-            body += ["if out.__class__ is list:", "    for o in out: yield o", "    continue"]
-        body.append("yield out")
+            pushed += ["if out.__class__ is list:", "    for o in out: yield o", "    continue"]
+        pushed.append("yield out")
+        if shape.timing == "sampled" and shape.dispatch:
+            # ``push`` dispatches a ``data-*`` chunk (uncounted) before anything else.
+            slow += ["if part.__class__ is data_cls:", *_indent(pushed, 1), "    continue"]
+        body += ["if part.__class__ is not text_cls:", *_indent(slow, 1)]
+        if shape.timing == "sampled":
+            # Only the chunks ``push`` would time or probe go through it (it counts them
+            # itself); the other 63 in 64 are counted here and run the inlined chain, as
+            # untimed: no call per chunk beyond the hooks.
+            body += [f"if probing or n % {SAMPLE_EVERY} == 0:", *_indent(pushed, 1),
+                     "    continue", "n += 1"]
+            body += _chain_body(shape, 0, timed=False, probe=False, entry="rest",
+                                tail=deliver)
+        else:
+            body += pushed
     return [head, *_indent(body, 1)]
 
 
 def _drive(shape: Shape) -> list[str]:
     lines = ["async def drive(source, is_list, pending, held, on_held, flush, on_trip, "
              "on_close):"]
+    if shape.timing == "sampled":
+        lines.append("    nonlocal n")
     lines += ["    try:", "        try:"]
     for kind in ("list", "aiter"):
         lines.append("            if is_list:" if kind == "list" else "            else:")
