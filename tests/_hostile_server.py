@@ -13,10 +13,11 @@ about what a hostile or broken server does.
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from ._http_server import LoopbackServer
 
 __all__ = ["Misbehaviour", "HostileServer", "sse_body"]
 
@@ -60,61 +61,18 @@ class Misbehaviour:
         return cls(pieces=[body[i:i + step] for i in range(0, len(body), step)], **kw)
 
 
-class HostileServer:
+class HostileServer(LoopbackServer):
     """The server; use as a context manager. ``written`` and ``hung_up`` describe the last
     request served."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.queue: list[Misbehaviour] = []
         self.requests = 0
         self.written = 0
-        self.hung_up = threading.Event()
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._server: asyncio.base_events.Server | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self.port = 0
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     def enqueue(self, *behaviours: Misbehaviour) -> None:
         self.queue.extend(behaviours)
-
-    def __enter__(self) -> HostileServer:
-        self._thread.start()
-        self._server = asyncio.run_coroutine_threadsafe(
-            asyncio.start_server(self._serve, "127.0.0.1", 0), self._loop).result(5)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        async def stop() -> None:
-            if self._server is not None:
-                self._server.close()
-            for task in list(self._tasks):
-                task.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-
-        asyncio.run_coroutine_threadsafe(stop(), self._loop).result(5)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)
-        self._loop.close()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._tasks.add(task)
-        try:
-            while await self._one(reader, writer):
-                pass
-        except (ConnectionError, asyncio.IncompleteReadError):
-            self.hung_up.set()
-        finally:
-            if task is not None:
-                self._tasks.discard(task)
-            writer.close()
 
     async def _one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         try:

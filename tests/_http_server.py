@@ -13,12 +13,13 @@ headers (``Retry-After``), or drop the connection without answering.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import json
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -96,32 +97,29 @@ class Received:
         return json.loads(self.raw_body) if self.raw_body else None
 
 
-class ReplayServer:
-    """The server; use as a context manager (``with ReplayServer() as server``)."""
+class LoopbackServer(abc.ABC):
+    """An asyncio HTTP server on 127.0.0.1 in its own thread; use as a context manager.
+
+    The lifecycle both test servers share (this one and ``tests/_hostile_server.py``): start on a
+    free port, track each connection's task, cancel them all on exit. ``connections`` counts
+    the connections accepted; ``hung_up`` is set when a client goes away mid-request. A
+    subclass answers one request in ``_one``.
+    """
 
     def __init__(self) -> None:
-        self.replies: list[Reply] = []
-        self.requests: list[Received] = []
-        self.connections = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.base_events.Server | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.port = 0
+        self.connections = 0
+        self.hung_up = threading.Event()
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    @property
-    def base_url(self) -> str:
-        """The OpenAI-style API root (``/v1``)."""
-        return f"{self.url}/v1"
-
-    def enqueue(self, *replies: Reply) -> None:
-        self.replies.extend(replies)
-
-    def __enter__(self) -> ReplayServer:
+    def __enter__(self) -> Self:
         self._thread.start()
         self._server = asyncio.run_coroutine_threadsafe(
             asyncio.start_server(self._serve, "127.0.0.1", 0), self._loop).result(5)
@@ -130,8 +128,8 @@ class ReplayServer:
 
     def __exit__(self, *exc_info: Any) -> None:
         async def stop() -> None:
-            assert self._server is not None
-            self._server.close()
+            if self._server is not None:
+                self._server.close()
             for task in list(self._tasks):
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -143,19 +141,40 @@ class ReplayServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
-        assert task is not None
+        assert task is not None  # start_server runs each connection in a task
         self._tasks.add(task)
         self.connections += 1
         try:
-            while await self._one_request(reader, writer):
+            while await self._one(reader, writer):
                 pass
         except (ConnectionError, asyncio.IncompleteReadError):
-            pass
+            self.hung_up.set()
         finally:
             self._tasks.discard(task)
             writer.close()
 
-    async def _one_request(self, reader: asyncio.StreamReader,
+    @abc.abstractmethod
+    async def _one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        """Answer one request; whether the connection stays open for another."""
+
+
+class ReplayServer(LoopbackServer):
+    """The server; use as a context manager (``with ReplayServer() as server``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.replies: list[Reply] = []
+        self.requests: list[Received] = []
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-style API root (``/v1``)."""
+        return f"{self.url}/v1"
+
+    def enqueue(self, *replies: Reply) -> None:
+        self.replies.extend(replies)
+
+    async def _one(self, reader: asyncio.StreamReader,
                            writer: asyncio.StreamWriter) -> bool:
         """Serve one request; return whether the connection stays open for another."""
         try:
