@@ -22,6 +22,8 @@ Example:
 from __future__ import annotations
 
 import os
+import time
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
@@ -54,22 +56,42 @@ _UTC = UTC
 _MS = timedelta(milliseconds=1)
 
 
+#: Ids made per ``os.urandom`` call: one system call for many ids instead of one each.
+_IDS_PER_DRAW = 64
+#: Ready ids. ``deque.popleft`` is atomic, so threads never take the same one; two threads that
+#: find it empty at once both refill it, which only makes more ids. Emptied in a forked child,
+#: which would otherwise hand out its parent's next ids.
+_ids: deque[str] = deque()
+os.register_at_fork(after_in_child=_ids.clear)
+
+
 def _new_id() -> str:
-    """A random (version 4) UUID as text, the same as ``str(uuid.uuid4())`` from the same 16
-    random bytes, formatted without building a ``UUID`` object (~1.5 vs ~2.8 µs; a request
-    makes several: its run id, its messages' ids)."""
-    h = os.urandom(16).hex()
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
+    """A random (version 4) UUID as text, the same as ``str(uuid.uuid4())`` made from the same
+    random bytes (``os.urandom``, the source ``uuid4`` uses), formatted without a ``UUID``
+    object and drawn 64 at a time (~0.5 vs ~2.8 µs for ``uuid4``; a request makes several: its
+    run id, its messages' ids)."""
+    try:
+        return _ids.popleft()
+    except IndexError:
+        h = os.urandom(16 * _IDS_PER_DRAW).hex()
+        _ids.extend(
+            f"{h[i:i + 8]}-{h[i + 8:i + 12]}-4{h[i + 13:i + 16]}-"
+            f"{'89ab'[int(h[i + 16], 16) & 3]}{h[i + 17:i + 20]}-{h[i + 20:i + 32]}"
+            for i in range(0, 32 * _IDS_PER_DRAW, 32))
+        return _ids.popleft()
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _now() -> datetime:
-    # JavaScript dates have millisecond precision; staying there keeps timestamps exact on the wire.
-    now = datetime.now(_UTC)
-    return now.replace(microsecond=now.microsecond - now.microsecond % 1000)
+    # JavaScript dates have millisecond precision; staying there keeps timestamps exact on the
+    # wire. (Whole milliseconds since the epoch added to it: ~0.6 µs, ``now().replace()`` ~0.9.)
+    return _EPOCH + timedelta(milliseconds=time.time_ns() // 1_000_000)
 
 
 def _now_ms() -> int:
-    return int(datetime.now(_UTC).timestamp() * 1000)
+    return time.time_ns() // 1_000_000
 
 
 # --------------------------------------------------------------------------------------------
