@@ -61,6 +61,9 @@ class Graph:
     edges: list[Edge]
     title: str = "pipeline"
     _succ: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
+    #: The names of the nodes that have processors: a run skips the others' hook machinery
+    #: (argument dicts, message views) without asking each node's table row.
+    busy: frozenset[str] = field(default=frozenset(), init=False, repr=False)
 
     def __post_init__(self) -> None:
         names = [n.name for n in self.nodes]
@@ -91,6 +94,7 @@ class Graph:
             raise GraphError(f"graph {self.title!r}: node(s) {unreachable} cannot be reached "
                              f"from {START!r}")
         self._succ = {k: tuple(v) for k, v in succ.items()}
+        self.busy = frozenset(n.name for n in self.nodes if n.processors)
 
     def node(self, name: str) -> Node:
         for n in self.nodes:

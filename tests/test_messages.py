@@ -729,6 +729,27 @@ def test_snapshot_and_restore_system() -> None:
                                                                             "kept 1"]
 
 
+def test_restore_system_keeps_an_unchanged_bucket_and_restores_a_changed_one_exactly() -> None:
+    original = Message.system("instructions", id="s1",
+                              created_at=datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=UTC))
+    original.content.metadata = {"source": {"nested": [1, "two", None]}}
+    ml = MessageList()
+    ml.add_system(original)
+    snapshot = ml.snapshot_system()
+    ml.restore_system(snapshot)
+    assert ml.get_system_messages()[0] is original  # unchanged: nothing is copied
+    original.content.metadata["source"]["nested"].append("changed in place")
+    ml.restore_system(snapshot)
+    restored = ml.get_system_messages()[0]
+    assert restored is not original
+    assert restored.id == "s1" and restored.created_at == datetime(2026, 1, 2, 3, 4, 5, 123456,
+                                                                   tzinfo=UTC)
+    assert restored.content.metadata == {"source": {"nested": [1, "two", None]}}
+    ml.replace_all_system_messages([])
+    ml.restore_system(snapshot)
+    assert [m.id for m in ml.get_system_messages()] == ["s1"]
+
+
 def test_prompt_order() -> None:
     ml = MessageList()
     ml.add("context", "context")

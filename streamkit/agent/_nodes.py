@@ -6,6 +6,10 @@ Every node is ``async def node(run) -> str | Stream``: it returns the next node'
 processors see them. Errors are raised, never turned into a next node here: ``Run.events``
 routes them (``TripWire`` → retry/tripwire, ``APICallError`` → process_api_error, other
 streamkit errors → fail).
+
+A hook node whose row in the graph names no processor (not in ``run.graph.busy``) does only its
+own bookkeeping: no hook arguments, message views or copies are built for hooks that are not
+there (for a short request that work was a sizeable part of its cost).
 """
 
 from __future__ import annotations
@@ -108,10 +112,11 @@ async def start(run: Run) -> str:
 
 async def process_input(run: Run) -> str:
     st = run.state
-    await run_message_hook(run.runtime, run.config.input_specs, "process_input",
-                           st.message_list,
-                           {"retry_count": 0, "request_context": run.runtime.request_context},
-                           default_source="input")
+    if "process_input" in run.graph.busy:
+        await run_message_hook(run.runtime, run.config.input_specs, "process_input",
+                               st.message_list,
+                               {"retry_count": 0, "request_context": run.runtime.request_context},
+                               default_source="input")
     # What process_input left is the run's system prompt: every step starts from it (Mastra:
     # a process_input that returns system_messages replaces the instructions for the run).
     st.system_snapshot = st.message_list.snapshot_system()
@@ -135,9 +140,10 @@ async def process_input_step(run: Run) -> str:
         tool_choice=cfg.tool_choice, model_settings=dict(cfg.model_settings),
         provider_options=dict(cfg.provider_options), structured_output=cfg.structured_output)
     run.chain.retry_count = st.retry_count
-    overrides = await run_input_step(run.runtime, cfg.input_specs, st.message_list,
-                                     _step_args(run, step), step=st.step_number)
-    _apply_overrides(cfg, step, overrides)
+    if "process_input_step" in run.graph.busy:
+        overrides = await run_input_step(run.runtime, cfg.input_specs, st.message_list,
+                                         _step_args(run, step), step=st.step_number)
+        _apply_overrides(cfg, step, overrides)
     return "prepare_step"
 
 
@@ -197,6 +203,9 @@ def _prompt(run: Run) -> list[dict[str, Any]]:
 
 async def process_llm_request(run: Run) -> str:
     step = run.step
+    if "process_llm_request" not in run.graph.busy:
+        step.prompt = _prompt(run)
+        return "model"
     args = _base_args(run)
     args.update(prompt=_prompt(run), tools=dict(step.tools), tool_choice=_tool_choice(step),
                 model_settings=step.model_settings, provider_options=step.provider_options)
@@ -327,6 +336,8 @@ def _withdraw(run: Run, *, reason: str, processor_id: str | None, usage: Usage) 
 
 
 async def process_llm_response(run: Run) -> str:
+    if "process_llm_response" not in run.graph.busy:
+        return "process_output_step"
     step = run.step
     args = _base_args(run)
     # As in Mastra, the chunks end with the model's own finish (usage, reason), which the
@@ -344,6 +355,8 @@ async def process_llm_response(run: Run) -> str:
 
 async def process_output_step(run: Run) -> str:
     step = run.step
+    if "process_output_step" not in run.graph.busy:
+        return "tools" if step.tool_calls else "step_finish"
     args = _base_args(run)
     args.update(finish_reason=step.finish_reason, provider_metadata=None,
                 tool_calls=[dict(c) for c in step.tool_calls] or None, text=step.text,
@@ -512,6 +525,10 @@ async def retry(run: Run) -> str:
 
 async def process_output_result(run: Run) -> str:
     st = run.state
+    if "process_output_result" not in run.graph.busy:
+        st.text = _response_text(st.message_list)
+        st.has_result_text = True
+        return "finish"
     result = {"text": _response_text(st.message_list), "usage": st.usage,
               "finish_reason": st.finish_reason, "steps": list(st.steps)}
     await run_message_hook(run.runtime, run.config.output_specs, "process_output_result",
