@@ -677,3 +677,50 @@ async def test_llm_response_gets_the_model_finish_and_object_from_a_processor() 
                   output_processors=[P("o", process_output_stream=emit_object, multi_emit=True)])
     result = await agent.generate("x")
     assert seen[-1] == "finish" and result.object == {"ok": True}
+
+
+class _Interleaving:
+    """Streams the words of the prompt one delta each, yielding to the event loop between
+    chunks, so concurrent runs interleave chunk by chunk."""
+
+    provider = "test"
+    model_id = "interleaving"
+
+    async def stream(self, request: Any) -> Any:
+        from streamkit.chunks import (
+            Finish,
+            FinishPayload,
+            StepOutputPayload,
+            StepResultPayload,
+            TextEnd,
+            TextStart,
+            UsagePayload,
+        )
+
+        run_id = request.run_id
+        yield TextStart(id="t", run_id=run_id, from_="AGENT")
+        for word in request.prompt[-1]["content"].split():
+            await asyncio.sleep(0)
+            yield TextDelta(id="t", text=word + " ", run_id=run_id, from_="AGENT")
+        yield TextEnd(id="t", run_id=run_id, from_="AGENT")
+        yield Finish(payload=FinishPayload(step_result=StepResultPayload(reason="stop"),
+                                           output=StepOutputPayload(usage=UsagePayload())),
+                     run_id=run_id, from_="AGENT")
+
+
+async def test_runs_without_stream_hooks_share_one_empty_chain_and_interleave_apart() -> None:
+    agent = Agent(id="a", model=_Interleaving(),
+                  input_processors=[P("guard", process_input=lambda messages: messages)])
+    prompts = [" ".join(f"r{r}w{i}" for i in range(20)) for r in range(12)]
+    streams = [agent.stream(p) for p in prompts]
+    assert len({id(s._run.chain._main) for s in streams}) == 1  # one chain for all of them
+
+    async def read(stream: Any) -> tuple[str, set[str]]:
+        deltas = [c async for c in stream if isinstance(c, TextDelta)]
+        return "".join(c.payload.text for c in deltas), {c.run_id for c in deltas}
+
+    results = await asyncio.gather(*(read(s) for s in streams))
+    for prompt, stream, (streamed, run_ids) in zip(prompts, streams, results):
+        assert streamed == prompt + " "
+        assert run_ids == {stream.run_id}
+        assert (await stream.result()).text == prompt + " "

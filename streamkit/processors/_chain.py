@@ -422,8 +422,8 @@ class StreamChain:
         minus what processors before it dropped or raised on (a tripwire), plus what they
         fanned out. Durations come from the sampled calls, scaled to all calls (data chunks are
         always timed)."""
-        if not self.timed:
-            return
+        if not self.timed or self.empty:
+            return  # no stream processor: nothing to record
         entered = self._main.count() - self._counted
         self._counted += entered
         data_entered = self._data.count() - self._data_counted
