@@ -33,7 +33,7 @@ from typing import (
 )
 
 from ..chunks import Chunk, ChunkBase, DataChunk, TextDelta
-from ..errors import InvalidType, ProcessorError
+from ..errors import InvalidType, ProcessorError, StreamkitError
 from ..tripwire import TripWire
 from ._fused import HookShape, Shape, Timing, factory_for, render
 from ._runtime import RequestRuntime, StreamStats, Writer
@@ -204,7 +204,7 @@ _EMPTY: list[_Bound] = []
 
 def _no_hook(*args: Any) -> NoReturn:
     """``fail``/``checked`` of the empty chain, whose code calls neither (it has no hook)."""
-    raise AssertionError(f"streamkit bug: the empty stream chain reported a hook {args!r}")
+    raise StreamkitError(f"streamkit bug: the empty stream chain reported a hook {args!r}")
 
 
 def _empty() -> _Bound:
