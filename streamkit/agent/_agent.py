@@ -22,6 +22,8 @@ from typing import (
     Union,
 )
 
+import msgspec
+
 from ..errors import InvalidArgument, InvalidType, ProcessorDefinitionError, ToolError, UsageError
 from ..graph import Graph
 from ..models import Model, resolve_model
@@ -438,9 +440,9 @@ class Agent:
         return await stream.result()
 
 
-@dataclass(frozen=True, slots=True)
-class _Call:
-    """The options of one ``stream``/``generate`` call, as given (``None``: not given)."""
+class _Call(msgspec.Struct, frozen=True):
+    """The options of one ``stream``/``generate`` call, as given (``None``: not given). A
+    frozen msgspec ``Struct``, built in C (see ``RunConfig``)."""
 
     input_processors: Processors | Override | None = None
     output_processors: Processors | Override | None = None
@@ -460,7 +462,7 @@ class _Call:
     trace: bool = True
 
 
-_OPTIONS = tuple(name for name in _Call.__dataclass_fields__)
+_OPTIONS = _Call.__struct_fields__
 
 
 def _reject_unknown(unknown: Mapping[str, object]) -> NoReturn:

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from ..chunks import Finish
 from ..messages import MessageList
 from ..models import Model, ModelRequest
@@ -38,9 +40,12 @@ ToolChoice = str | Mapping[str, Any]
 StructuredOutput = type | Mapping[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class RunConfig:
-    """What one ``generate()``/``stream()`` call asked for, resolved against the agent."""
+class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """What one ``generate()``/``stream()`` call asked for, resolved against the agent.
+
+    A frozen msgspec ``Struct`` rather than a frozen dataclass: as immutable, and built in C
+    (a frozen dataclass sets each of its 24 fields through ``object.__setattr__``: ~2 µs per
+    call, against ~0.2). Fields are not validated on construction; ``Agent`` checks them."""
 
     agent_id: str
     instructions: tuple[str, ...]
