@@ -91,6 +91,38 @@ async def main():
         pass
 asyncio.run(main())
 """,
+    "mastra floor": """
+import asyncio, sys
+from benchmarks.rows_mastra import _mock_stream
+n = int(sys.argv[2])
+async def main():
+    async for _ in _mock_stream(n, "r"):
+        pass
+asyncio.run(main())
+""",
+    "mastra a": """
+import asyncio, sys
+from benchmarks.rows_mastra import MockModel, INSTRUCTIONS
+from streamkit import Agent
+n = int(sys.argv[2])
+async def main():
+    agent = Agent(id="a", instructions=INSTRUCTIONS)
+    async for _ in agent.stream("Say the words.", model=MockModel(n)):
+        pass
+asyncio.run(main())
+""",
+    "mastra d0 · no chunks": """
+import asyncio, sys
+from benchmarks.rows_mastra import MockModel, INSTRUCTIONS
+from streamkit import Agent
+r = int(sys.argv[2])
+async def main():
+    agent = Agent(id="a", instructions=INSTRUCTIONS)
+    for _ in range(r + 1):
+        async for _ in agent.stream("Say the words.", model=MockModel(0)):
+            pass
+asyncio.run(main())
+""",
     "mastra d0": """
 import asyncio, sys
 from benchmarks.rows_mastra import MockModel, INSTRUCTIONS
@@ -136,7 +168,13 @@ ROWS = [
     ("100-chunk requests", 3, 0, 200, "request"),
     *((f"agent.stream · {state}", 3, 1, 10_001, "chunk") for state in _OTEL_STATES),
     *((f"requests · {state}", 3, 0, 200, "request") for state in _OTEL_STATES),
+    # Mastra's scenarios, and the pieces of a d0 request: the mock model's own cost per chunk
+    # (floor), the agent's per chunk with no processors (a, which includes the floor), and the
+    # per-request cost of a request that streams no text.
+    ("mastra floor", 0, 1, 10_001, "chunk"),
+    ("mastra a", 0, 1, 10_001, "chunk"),
     ("mastra c", 3, 1, 10_001, "chunk"),
+    ("mastra d0 · no chunks", 0, 0, 200, "request"),
     ("mastra d0", 0, 0, 200, "request"),
 ]
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,7 @@ from benchmarks.harness import (
     measure,
     planned_steps,
 )
+from benchmarks.instructions import _WORKLOADS, ROWS
 from benchmarks.report import (
     SCHEMA,
     check_targets,
@@ -327,3 +331,18 @@ def test_hand_written_uppercase_builds_the_same_chunks_as_ops_map_text() -> None
     chunks = text_chunks(30)
     assert [hook(c) for c in chunks] == [upper_chunk(c) for c in chunks]
     assert all(upper_chunk(c).payload.text == c.payload.text.upper() for c in chunks)
+
+
+def test_every_instruction_count_workload_runs_at_its_small_size(tmp_path: Path) -> None:
+    # ``python -m benchmarks.instructions`` runs these under callgrind (outside the suite); here
+    # each one runs once, plainly, at the small size of its rows, so none of them rots.
+    repo = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=f"{repo}{os.pathsep}{repo / 'operators'}")
+    sizes = {name: (k, small) for name, k, small, _, _ in ROWS}
+    assert set(sizes) == set(_WORKLOADS)  # every workload has a row, every row a workload
+    for name, (k, small) in sizes.items():
+        script = tmp_path / "workload.py"
+        script.write_text(_WORKLOADS[name])
+        done = subprocess.run([sys.executable, str(script), str(k), str(small + 2)], cwd=repo,
+                              env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, f"{name}: {done.stderr[-2000:]}"
