@@ -110,11 +110,18 @@ class MessageViews:
     __slots__ = ("input", "response", "remembered", "context", "all")
 
     def __init__(self, message_list: MessageList) -> None:
-        self.input = MessageView(message_list, "input", frozenset(("input",)))
-        self.response = MessageView(message_list, "response", frozenset(("response",)))
-        self.remembered = MessageView(message_list, "remembered", frozenset(("memory",)))
-        self.context = MessageView(message_list, "context", frozenset(("context",)))
+        self.input = MessageView(message_list, "input", _INPUT)
+        self.response = MessageView(message_list, "response", _RESPONSE)
+        self.remembered = MessageView(message_list, "remembered", _MEMORY)
+        self.context = MessageView(message_list, "context", _CONTEXT)
         self.all = MessageView(message_list, "all", _CONVERSATION)
+
+
+# The sources of each view (every MessageList has the five views: built once, not per list).
+_INPUT = frozenset(("input",))
+_RESPONSE = frozenset(("response",))
+_MEMORY = frozenset(("memory",))
+_CONTEXT = frozenset(("context",))
 
 
 class MessageListCheckpoint:
