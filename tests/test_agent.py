@@ -434,6 +434,16 @@ class TestGraph:
         bundle = graph._repr_mimebundle_()
         assert {"text/plain", "text/html"} <= set(bundle)
 
+    def test_busy_names_exactly_the_nodes_whose_processors_run(self) -> None:
+        agent = Agent(id="g", model=ScriptedModel([]),
+                      input_processors=[P("in", process_input=lambda: None,
+                                          process_llm_request=lambda: None)],
+                      output_processors=[P("out", process_output_result=lambda: None)])
+        graph = agent.graph()
+        assert graph.busy == {n.name for n in graph.nodes if n.processors} == {
+            "process_input", "process_llm_request", "process_output_result"}
+        assert Agent(id="bare", model=ScriptedModel([])).graph().busy == frozenset()
+
     def test_graph_validation(self) -> None:
         from streamkit.graph import END, START, Edge, Graph, Node
 
