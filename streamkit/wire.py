@@ -24,9 +24,9 @@ straight to msgspec unless some payload has ``extra`` keys to put back.
 """
 
 import re
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from datetime import datetime
-from typing import Any, NamedTuple, Union
+from typing import Any, NamedTuple, NoReturn, Union
 
 import msgspec
 
@@ -74,6 +74,14 @@ DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 # msgspec recurses once per nesting level and raises RecursionError past Python's limit (about
 # 1,000 levels); these are the errors of values that cannot be encoded at all.
 _UNENCODABLE = (TypeError, RecursionError, UnicodeEncodeError, OverflowError)
+_ENCODE_ERRORS = (AttributeError, *_UNENCODABLE)
+
+# Every encoder inlines the same class-flag test, so that a chunk costs one Python frame (a
+# helper call per chunk was a measured ~10 % of SSE encoding, see benchmarks/README.md): a flat
+# payload keeps unknown keys in ``payload.extra``, a nested one (the step ends) anywhere inside,
+# which ``payload.has_extra_keys()`` finds; a chunk without a payload has none. (mypy cannot see
+# that a set flag means the chunk has a payload: union-attr.) A chunk with ``extra`` keys goes
+# to ``_encode_with_extra_keys``; whatever the test or msgspec raises to ``_raise_encode_error``.
 
 
 # --- JSON and MessagePack --------------------------------------------------------------------
@@ -100,23 +108,12 @@ def encode(chunk: Chunk) -> bytes:
         b'{"type":"tripwire","runId":"r","from":"AGENT","payload":{"reason":"no","retry":false}}'
     """
     try:
-        # Class flags first: most chunks need one attribute read, step ends one method call.
-        # (mypy cannot see that a set flag means the chunk has a payload: union-attr below.)
-        if chunk._flat_payload:
-            if not chunk.payload.extra:  # type: ignore[union-attr]
-                return _json_encode(chunk)
-        elif not chunk._nested_payload \
-                or not chunk.payload.has_extra_keys():  # type: ignore[union-attr]
+        if not (chunk.payload.extra if chunk._flat_payload  # type: ignore[union-attr]
+                else chunk._nested_payload and chunk.payload.has_extra_keys()):  # type: ignore[union-attr]
             return _json_encode(chunk)
-    except AttributeError:
-        raise InvalidType(_not_a_chunk(chunk)) from None
-    except _UNENCODABLE as exc:
-        raise _unencodable(chunk, exc) from exc
-    try:
-        return _json_encode(merge_extra_keys(chunk,
-                                             msgspec.to_builtins(chunk, builtin_types=())))
-    except _UNENCODABLE as exc:
-        raise _unencodable(chunk, exc) from exc
+    except _ENCODE_ERRORS as exc:
+        _raise_encode_error(chunk, exc)
+    return _encode_with_extra_keys(chunk, _json_encode, ())
 
 
 def decode(data: bytes | bytearray | memoryview | str) -> Chunk:
@@ -161,23 +158,12 @@ def encode_msgpack(chunk: Chunk) -> bytes:
         'hi'
     """
     try:
-        # Class flags first: most chunks need one attribute read, step ends one method call.
-        # (mypy cannot see that a set flag means the chunk has a payload: union-attr below.)
-        if chunk._flat_payload:
-            if not chunk.payload.extra:  # type: ignore[union-attr]
-                return _msgpack_encode(chunk)
-        elif not chunk._nested_payload \
-                or not chunk.payload.has_extra_keys():  # type: ignore[union-attr]
+        if not (chunk.payload.extra if chunk._flat_payload  # type: ignore[union-attr]
+                else chunk._nested_payload and chunk.payload.has_extra_keys()):  # type: ignore[union-attr]
             return _msgpack_encode(chunk)
-    except AttributeError:
-        raise InvalidType(_not_a_chunk(chunk)) from None
-    except _UNENCODABLE as exc:
-        raise _unencodable(chunk, exc) from exc
-    try:
-        data = msgspec.to_builtins(chunk, builtin_types=_MSGPACK_NATIVE)
-        return _msgpack_encode(merge_extra_keys(chunk, data))
-    except _UNENCODABLE as exc:
-        raise _unencodable(chunk, exc) from exc
+    except _ENCODE_ERRORS as exc:
+        _raise_encode_error(chunk, exc)
+    return _encode_with_extra_keys(chunk, _msgpack_encode, _MSGPACK_NATIVE)
 
 
 def decode_msgpack(data: bytes | bytearray | memoryview) -> Chunk:
@@ -234,6 +220,22 @@ def _from_builtins(obj: Any) -> Chunk:
 def _too_deep(kind: str, exc: RecursionError) -> ChunkDecodeError:
     return ChunkDecodeError(f"malformed {kind}: nested too deeply to decode ({exc}); a chunk "
                             f"may nest at most a few hundred levels", position=None)
+
+
+def _encode_with_extra_keys(chunk: Chunk, encode: Callable[[Any], bytes],
+                            native: tuple[type, ...]) -> bytes:
+    """``encode`` of a chunk with ``extra`` keys: its builtins form, the keys merged back in."""
+    try:
+        return encode(merge_extra_keys(chunk, msgspec.to_builtins(chunk, builtin_types=native)))
+    except _UNENCODABLE as exc:
+        raise _unencodable(chunk, exc) from exc
+
+
+def _raise_encode_error(chunk: Any, exc: Exception) -> NoReturn:
+    """The ``streamkit.errors`` form of what the fast path of an encoder caught."""
+    if isinstance(exc, AttributeError):  # no class flags, or a payload that is not a struct
+        raise InvalidType(_not_a_chunk(chunk)) from None
+    raise _unencodable(chunk, exc) from exc
 
 
 def _unencodable(chunk: Any, exc: BaseException) -> StreamkitError:
@@ -487,7 +489,14 @@ def encode_sse(chunk: Chunk) -> bytes:
         >>> encode_sse(AbortChunk(run_id="r", from_="AGENT"))
         b'data: {"type":"abort","runId":"r","from":"AGENT","payload":{}}\\n\\n'
     """
-    return b"data: " + encode(chunk) + b"\n\n"
+    try:
+        if not (chunk.payload.extra if chunk._flat_payload  # type: ignore[union-attr]
+                else chunk._nested_payload and chunk.payload.has_extra_keys()):  # type: ignore[union-attr]
+            # One format, not two concatenations: no intermediate bytes object.
+            return b"data: %b\n\n" % _json_encode(chunk)
+    except _ENCODE_ERRORS as exc:
+        _raise_encode_error(chunk, exc)
+    return b"data: %b\n\n" % _encode_with_extra_keys(chunk, _json_encode, ())
 
 
 async def iter_sse(source: AsyncIterable[bytes], *,
@@ -529,7 +538,13 @@ async def iter_sse(source: AsyncIterable[bytes], *,
 
 def encode_jsonl(chunk: Chunk) -> bytes:
     """One chunk as a JSON line (``<json>\\n``); join them for a file."""
-    return encode(chunk) + b"\n"
+    try:
+        if not (chunk.payload.extra if chunk._flat_payload  # type: ignore[union-attr]
+                else chunk._nested_payload and chunk.payload.has_extra_keys()):  # type: ignore[union-attr]
+            return _json_encode(chunk) + b"\n"
+    except _ENCODE_ERRORS as exc:
+        _raise_encode_error(chunk, exc)
+    return _encode_with_extra_keys(chunk, _json_encode, ()) + b"\n"
 
 
 def decode_jsonl(data: bytes | str) -> list[Chunk]:

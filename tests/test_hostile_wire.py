@@ -14,6 +14,7 @@ import asyncio
 import itertools
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -132,6 +133,121 @@ class TestUnencodable:
 def test_encoding_a_lone_surrogate() -> None:
     with pytest.raises(InvalidArgument, match="cannot be encoded"):
         wire.encode(TextDelta(id="t", text="\ud800"))
+
+
+# --------------------------------------------------------------------------- framed encoders
+
+# One chunk of every type (our own fixtures) and Mastra's recorded runs: flat and nested payloads
+# (the step ends), and a chunk without one (``data-*``).
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SAMPLES = [json.loads(path.read_text()) for path in sorted((FIXTURES / "chunks").glob("*.json"))]
+SAMPLES += [json.loads(line) for path in sorted((FIXTURES / "mastra").glob("*.jsonl"))
+            for line in path.read_text().splitlines()]
+
+
+def _deep(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+#: Values no encoder can write: an object, a lone surrogate, nesting past the limit, a huge int.
+unencodable = st.sampled_from([object(), "\ud800", _deep(5_000), 2**70])
+
+
+def _add_keys(draw: st.DrawFn, obj: Any, depth: int = 0) -> None:
+    """Unknown keys in ``obj`` and the dicts inside it: on a payload struct they land in
+    ``extra`` (of the payload, or of a struct nested in it), elsewhere they are just data."""
+    if not isinstance(obj, dict) or depth > 2:
+        return
+    for value in list(obj.values()):
+        _add_keys(draw, value, depth + 1)
+    for key in draw(st.lists(st.text(max_size=5).map("x-".__add__), max_size=2)):
+        obj[key] = draw(json_values)
+
+
+@st.composite
+def encodable_chunks(draw: st.DrawFn) -> Any:
+    """A real chunk of any type, often with unknown payload keys (``payload.extra``)."""
+    obj = json.loads(json.dumps(draw(st.sampled_from(SAMPLES))))
+    if "payload" in obj and draw(st.booleans()):
+        _add_keys(draw, obj["payload"])
+    return wire.from_builtins(obj)
+
+
+@st.composite
+def unencodable_chunks(draw: st.DrawFn) -> Any:
+    """What every encoder must refuse: not a chunk at all, or a chunk holding a bad value in
+    the fast path's reach (``text``, ``data``) or only in ``extra`` (the slow path)."""
+    bad = draw(unencodable)
+    kind = draw(st.sampled_from(["not-a-chunk", "text", "data", "extra", "nested-extra"]))
+    if kind == "not-a-chunk":
+        return draw(st.sampled_from([None, "text", 3, {"type": "text-delta"}, object(),
+                                     msgspec.structs.replace(TextDelta(id="t", text="x"),
+                                                             payload={"id": "t"})]))
+    if kind == "text":
+        return TextDelta(id="t", text="\ud800")
+    if kind == "data":
+        return DataChunk(type="data-x", data={"at": bad})
+    chunk = draw(encodable_chunks())
+    payload = getattr(chunk, "payload", None)
+    if kind == "nested-extra" and payload is not None:
+        # A payload struct inside the payload (a step end's stepResult, output...), if any.
+        inner = [v for v in msgspec.structs.astuple(payload) if isinstance(v, msgspec.Struct)
+                 and hasattr(v, "extra")]
+        payload = draw(st.sampled_from(inner)) if inner else payload
+    if payload is None:
+        return DataChunk(type="data-x", data=bad)
+    payload.extra["x-bad"] = bad  # payloads are frozen, their extra dict is not
+    return chunk
+
+
+def _outcome(encode: Any, chunk: Any) -> Any:
+    """The bytes, or the error as plain data: its type, message and what it was raised from."""
+    try:
+        return encode(chunk)
+    except (InvalidType, InvalidArgument) as exc:
+        cause = exc.__cause__
+        return type(exc), str(exc), type(cause) if cause is not None else None, \
+            exc.__suppress_context__
+
+
+class TestFramedEncoders:
+    """``encode_sse`` and ``encode_jsonl`` are ``encode`` plus their frame, errors included:
+    each inlines ``encode``'s fast path rather than calling it, so this keeps them one."""
+
+    @FUZZ
+    @given(st.one_of(encodable_chunks(), unencodable_chunks()))
+    def test_sse_and_jsonl_frame_exactly_what_encode_gives(self, chunk: Any) -> None:
+        plain = _outcome(wire.encode, chunk)
+        if isinstance(plain, bytes):
+            assert wire.encode_sse(chunk) == b"data: " + plain + b"\n\n"
+            assert wire.encode_jsonl(chunk) == plain + b"\n"
+            assert type(wire.encode_sse(chunk)) is bytes
+            assert wire.decode(plain) == chunk
+        else:
+            assert _outcome(wire.encode_sse, chunk) == plain
+            assert _outcome(wire.encode_jsonl, chunk) == plain
+
+    @FUZZ
+    @given(st.one_of(encodable_chunks(), unencodable_chunks()))
+    def test_msgpack_round_trips_or_fails_typed(self, chunk: Any) -> None:
+        packed = _outcome(wire.encode_msgpack, chunk)
+        if isinstance(packed, bytes):
+            assert wire.decode_msgpack(packed) == chunk
+
+    @pytest.mark.parametrize("encode", [wire.encode, wire.encode_sse, wire.encode_jsonl,
+                                        wire.encode_msgpack])
+    def test_the_errors_say_what_is_wrong(self, encode: Any) -> None:
+        with pytest.raises(InvalidType, match="expected a chunk, got dict") as info:
+            encode({"type": "text-delta"})
+        assert info.value.__cause__ is None and info.value.__suppress_context__
+        with pytest.raises(InvalidType, match="JSON-like") as info:
+            encode(TextDelta(id="t", text="x", extra={"at": object()}))
+        assert isinstance(info.value.__cause__, TypeError)
+        with pytest.raises(InvalidArgument, match="cannot be encoded"):
+            encode(DataChunk(type="data-x", data=_deep(5_000)))
 
 
 # --------------------------------------------------------------------------- fuzzing decoders
