@@ -25,6 +25,20 @@ import sys
 import tempfile
 from pathlib import Path
 
+#: Mastra's d0: r + 1 requests of ``chunks`` text deltas each (argv[2] = r).
+_MASTRA_REQUESTS = """
+import asyncio, sys
+from benchmarks.rows_mastra import MockModel, INSTRUCTIONS
+from streamkit import Agent
+r = int(sys.argv[2])
+async def main():
+    agent = Agent(id="a", instructions=INSTRUCTIONS)
+    for _ in range(r + 1):
+        async for _ in agent.stream("Say the words.", model=MockModel({chunks})):
+            pass
+asyncio.run(main())
+"""
+
 #: name -> (script body taking argv[1] = processors, argv[2] = size)
 _WORKLOADS = {
     "ops.apply": """
@@ -111,30 +125,8 @@ async def main():
         pass
 asyncio.run(main())
 """,
-    "mastra d0 · no chunks": """
-import asyncio, sys
-from benchmarks.rows_mastra import MockModel, INSTRUCTIONS
-from streamkit import Agent
-r = int(sys.argv[2])
-async def main():
-    agent = Agent(id="a", instructions=INSTRUCTIONS)
-    for _ in range(r + 1):
-        async for _ in agent.stream("Say the words.", model=MockModel(0)):
-            pass
-asyncio.run(main())
-""",
-    "mastra d0": """
-import asyncio, sys
-from benchmarks.rows_mastra import MockModel, INSTRUCTIONS
-from streamkit import Agent
-r = int(sys.argv[2])
-async def main():
-    agent = Agent(id="a", instructions=INSTRUCTIONS)
-    for _ in range(r + 1):
-        async for _ in agent.stream("Say the words.", model=MockModel(100)):
-            pass
-asyncio.run(main())
-""",
+    "mastra d0": _MASTRA_REQUESTS.format(chunks=100),
+    "mastra d0 · no chunks": _MASTRA_REQUESTS.format(chunks=0),
 }
 
 # The agent.stream workload with opentelemetry in three states (``otel`` rows): not importable
