@@ -192,6 +192,8 @@ def unencodable_chunks(draw: st.DrawFn) -> Any:
         return DataChunk(type="data-x", data={"at": bad})
     chunk = draw(encodable_chunks())
     payload = getattr(chunk, "payload", None)
+    if not isinstance(payload, msgspec.Struct) or not hasattr(payload, "extra"):
+        payload = None  # no payload, or a chunk type whose payload is plain data (a dict)
     if kind == "nested-extra" and payload is not None:
         # A payload struct inside the payload (a step end's stepResult, output...), if any.
         inner = [v for v in msgspec.structs.astuple(payload) if isinstance(v, msgspec.Struct)
