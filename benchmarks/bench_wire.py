@@ -46,7 +46,7 @@ from streamkit.chunks import (
     ToolResult,
 )
 
-# Real Mastra 1.71.0 recordings, kept with the tests (a clone has no ../shared).
+# Real Mastra 1.71.0 recordings, kept with the tests inside the repository.
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "mastra"
 RUN = "cabe82f0-7bdc-4c1b-9105-26c12ae29988"
 ENVELOPE: dict[str, Any] = {"run_id": RUN, "from_": "AGENT"}
