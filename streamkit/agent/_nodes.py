@@ -243,8 +243,9 @@ async def model(run: Run) -> str:
 async def process_output_stream(run: Run) -> Stream:
     """Stream one step: ``step-start`` (queued, so it goes first), then the model's chunks (or
     the replay) driven through the fused chain; the model's ``finish`` is kept for ``collect``."""
-    cfg, st, step = run.config, run.state, run.step
-    rec = step.recorder = StepRecorder(keep_chunks=cfg.keeps_chunks)
+    st, step = run.state, run.step
+    # Every chunk is kept only for ``process_llm_response``, which receives them.
+    rec = step.recorder = StepRecorder(keep_chunks="process_llm_response" in run.graph.busy)
     st.delivered.append(rec)
     run.emit(StepStart(message_id=run.run_id, request={}, warnings=[], run_id=run.run_id,
                        from_=AGENT), Origin.STEP)

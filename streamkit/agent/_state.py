@@ -74,11 +74,6 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
     agent_name: str = ""
 
     @property
-    def keeps_chunks(self) -> bool:
-        """Whether a step must keep every chunk: only for ``process_llm_response``."""
-        return any("process_llm_response" in s.hooks for s in self.input_specs)
-
-    @property
     def error_retry_cap(self) -> int | None:
         """Retries granted to error processors: the explicit value, else 10 when any error
         processor exists (the contract's default), else none."""
