@@ -2,17 +2,35 @@
 
 Mastra's ``ResponseCache`` (``mastra-reference.md`` §5.4): ``process_llm_request`` looks the
 call up and, on a hit, returns ``{"response": chunks}`` so the agent replays them instead of
-calling the model; ``process_llm_response`` stores a live step's chunks. Two backends ship here:
-``InMemoryCache`` (per process, LRU-bounded, the default) and ``SQLiteCache`` (stdlib
-``sqlite3``, shared by processes on one machine, survives restarts); ``RedisCache``
-(``_redis``) shares one cache between machines. Any object with ``get(key)``, ``set(key, value,
-ttl)`` and ``delete(key)`` — sync or async — works as a backend.
+calling the model; ``process_llm_response`` stores a live step's chunks. The backends live
+beside it: ``InMemoryCache`` (per process, LRU-bounded, the default) and ``SQLiteCache``
+(stdlib ``sqlite3``, shared by processes on one machine, survives restarts) in
+``_cache_backends``; ``RedisCache`` (``_redis``) shares one cache between machines. Any object
+with ``get(key)``, ``set(key, value, ttl)`` and ``delete(key)`` — sync or async — works as a
+backend.
 
 Decisions:
 
 * The key is a SHA-256 of a canonical JSON of the prompt exactly as the model would receive it,
-  the model (``provider:model_id``), the tool schemas, ``tool_choice`` and ``model_settings`` —
-  everything that changes the answer — namespaced and, by default, scoped to the resource.
+  the model (``provider:model_id``), the upstream it is served by (base URL and account, see
+  ``upstream_identity``), the tool schemas, ``tool_choice``, ``model_settings`` and
+  ``provider_options`` — everything that changes the answer — namespaced and scoped.
+* "Exactly as the model would receive it" whatever the processor order: ``ResponseCache`` sets
+  ``sees_final_request``, so the engine runs its ``process_llm_request`` after every other
+  processor's (which may edit the prompt) and the lookup keys on the final prompt. Refusing a
+  list where a processor after the cache edits the prompt was the other option; it was not
+  taken because the order is not fixed where an agent is built (per-call lists, callable lists,
+  memory's processors) and a user who put the cache first (as Mastra's docs do) expects it to
+  work. As a second line, an answer is written only when the request the model actually got
+  (``process_llm_response``'s ``request``) has the prompt the key was made from; otherwise
+  (another "final" processor after the cache edited it) nothing is written, with a warning,
+  so an entry can never be found by a prompt the model did not answer.
+* Scope (whose entries these are) defaults to the run's ``resource_id`` — set by the caller of
+  ``generate``/``stream`` (on the HTTP server: the server, see docs/serving.md), never read
+  from ``request_context``. A run without a resource is scoped to its thread; a run with
+  neither is not cached (warned once per cache), because sharing it with everyone must be a
+  choice: ``scope=None`` (or a literal scope string) says so. Scopes are tagged by kind
+  (``resource:``, ``thread:``, ``custom:``) so a thread id can never name a resource's entries.
 * What is stored is the step's chunks as the consumer received them, without the loop's
   framing (``step-start``), transient or processor-made ``data-*`` chunks, or envelopes; a step
   whose chunks hold an ``error``, ``tripwire`` or ``abort`` is never stored, and a failed model
@@ -29,14 +47,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
-import sqlite3
-import threading
+import os
 import time
-from collections import OrderedDict
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from streamkit import MessageList, Processor
 from streamkit.chunks import coerce_chunk
@@ -44,8 +59,9 @@ from streamkit.errors import InvalidArgument, InvalidType
 from streamkit.wire import to_builtins
 
 from ._aio import call_maybe_async
+from ._cache_backends import InMemoryCache, SQLiteCache
 
-__all__ = ["ResponseCache", "InMemoryCache", "SQLiteCache", "CONTEXT_KEY"]
+__all__ = ["ResponseCache", "InMemoryCache", "SQLiteCache", "CONTEXT_KEY", "upstream_identity"]
 
 log = logging.getLogger("streamkit_operators")
 
@@ -57,176 +73,53 @@ _FAIL_TYPES = frozenset(("error", "tripwire", "abort"))
 _UNSET: Any = object()
 
 
-# --------------------------------------------------------------------------------------------
-# Backends
-# --------------------------------------------------------------------------------------------
-
-
-class InMemoryCache:
-    """A process-local cache with TTLs and least-recently-used eviction.
-
-    Values are stored as JSON text, so a caller can never change a stored entry by mutating
-    what it got back.
-
-    Args:
-        max_entries: entries kept before the least recently used is evicted (``None``: no
-            bound).
-        clock: seconds since the epoch (``time.time``); tests inject one.
-
-    Example:
-        >>> cache = InMemoryCache(max_entries=100)
-        >>> cache.set("k", {"chunks": []}, ttl=60)
-        >>> cache.get("k")
-        {'chunks': []}
-    """
-
-    def __init__(self, *, max_entries: int | None = 1024,
-                 clock: Callable[[], float] = time.time) -> None:
-        if max_entries is not None and max_entries < 1:
-            raise InvalidArgument(f"max_entries must be >= 1 or None, got {max_entries}")
-        self.max_entries = max_entries
-        self.clock = clock
-        self._data: OrderedDict[str, tuple[float | None, str]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def get(self, key: str) -> Any | None:
-        """The value under ``key``, or ``None`` when absent or expired."""
-        with self._lock:
-            item = self._data.get(key)
-            if item is None:
-                return None
-            expires, text = item
-            if expires is not None and self.clock() >= expires:
-                del self._data[key]
-                return None
-            self._data.move_to_end(key)
-        return json.loads(text)
-
-    def set(self, key: str, value: Any, ttl: float | None = None) -> None:
-        """Store ``value`` (JSON-able) under ``key`` for ``ttl`` seconds (``None``: forever)."""
-        text = json.dumps(value, separators=(",", ":"))
-        with self._lock:
-            self._data[key] = (None if ttl is None else self.clock() + ttl, text)
-            self._data.move_to_end(key)
-            while self.max_entries is not None and len(self._data) > self.max_entries:
-                self._data.popitem(last=False)
-
-    def delete(self, key: str) -> None:
-        """Remove ``key`` (no error when absent)."""
-        with self._lock:
-            self._data.pop(key, None)
-
-    def keys(self) -> list[str]:
-        """The keys held (expired ones included until read), least recently used first."""
-        with self._lock:
-            return list(self._data)
-
-    def clear(self) -> None:
-        """Remove every entry."""
-        with self._lock:
-            self._data.clear()
-
-
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-class SQLiteCache:
-    """A cache in a SQLite file (stdlib ``sqlite3``): shared by processes, kept across restarts.
-
-    One table ``(key TEXT PRIMARY KEY, value TEXT, expires_at REAL, created_at REAL)``; WAL mode
-    so readers do not wait for a writer; expired rows are deleted when read and by
-    ``purge_expired()``. Calls are short local transactions, made inline (a read is tens of
-    microseconds).
-
-    Args:
-        path: the database file (created when missing); ``":memory:"`` works for tests.
-        table: table name (an identifier).
-        clock: seconds since the epoch (``time.time``); tests inject one.
-        timeout: seconds to wait for a lock held by another connection.
-
-    Example:
-        >>> cache = SQLiteCache("cache.db")
-        >>> agent = Agent(id="a", model=model, input_processors=[ResponseCache(cache)])
-    """
-
-    def __init__(self, path: str | Path, *, table: str = "response_cache",
-                 clock: Callable[[], float] = time.time, timeout: float = 5.0) -> None:
-        if not _IDENT.match(table):
-            raise InvalidArgument(f"table must be an SQL identifier (letters, digits, _), "
-                                  f"got {table!r}")
-        self.path = str(path)
-        self.table = table
-        self.clock = clock
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None,
-                                   check_same_thread=False)
-        if self.path != ":memory:":
-            self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, "
-                         f"value TEXT NOT NULL, expires_at REAL, created_at REAL NOT NULL)")
-
-    def __len__(self) -> int:
-        with self._lock:
-            row = self._db.execute(f"SELECT COUNT(*) FROM {self.table}").fetchone()
-        return int(row[0])
-
-    def get(self, key: str) -> Any | None:
-        """The value under ``key``, or ``None`` when absent or expired."""
-        with self._lock:
-            row = self._db.execute(f"SELECT value, expires_at FROM {self.table} WHERE key = ?",
-                                   (key,)).fetchone()
-            if row is None:
-                return None
-            if row[1] is not None and self.clock() >= row[1]:
-                self._db.execute(f"DELETE FROM {self.table} WHERE key = ?", (key,))
-                return None
-        return json.loads(row[0])
-
-    def set(self, key: str, value: Any, ttl: float | None = None) -> None:
-        """Store ``value`` (JSON-able) under ``key`` for ``ttl`` seconds (``None``: forever)."""
-        now = self.clock()
-        text = json.dumps(value, separators=(",", ":"))
-        with self._lock:
-            self._db.execute(f"INSERT OR REPLACE INTO {self.table} (key, value, expires_at, "
-                             f"created_at) VALUES (?, ?, ?, ?)",
-                             (key, text, None if ttl is None else now + ttl, now))
-
-    def delete(self, key: str) -> None:
-        """Remove ``key`` (no error when absent)."""
-        with self._lock:
-            self._db.execute(f"DELETE FROM {self.table} WHERE key = ?", (key,))
-
-    def clear(self) -> None:
-        """Remove every entry."""
-        with self._lock:
-            self._db.execute(f"DELETE FROM {self.table}")
-
-    def keys(self) -> list[str]:
-        """The keys held (expired ones included until read or purged)."""
-        with self._lock:
-            rows = self._db.execute(f"SELECT key FROM {self.table} ORDER BY created_at")
-            return [row[0] for row in rows.fetchall()]
-
-    def purge_expired(self) -> int:
-        """Delete expired rows; returns how many."""
-        with self._lock:
-            cur = self._db.execute(f"DELETE FROM {self.table} WHERE expires_at IS NOT NULL "
-                                   f"AND expires_at <= ?", (self.clock(),))
-        return int(cur.rowcount)
-
-    def close(self) -> None:
-        """Close the connection."""
-        with self._lock:
-            self._db.close()
-
-
 def _canonical(value: Any) -> str:
     """Stable JSON: sorted keys, no whitespace, non-JSON values by ``repr``."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                       default=repr)
+
+
+def _digest(value: Any, size: int = 32) -> str:
+    return hashlib.sha256(_canonical(value).encode()).hexdigest()[:size]
+
+
+#: The variable streamkit's HTTP models read their key from when ``api_key`` is ``None``.
+_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY"}
+
+
+def upstream_identity(model: Any) -> dict[str, str | None]:
+    """Who serves ``model``'s answers: ``{"base_url", "account"}``, part of every default key.
+
+    Two servers, or two accounts, with the same model id must not share entries (an account's
+    fine-tune, a proxy that routes by key, a tenant's deployment all answer differently). What
+    a model object exposes is read: ``base_url`` (streamkit's HTTP models; shown without any
+    ``user:password@``) and, for the account, a SHA-256 of every credential the model sends —
+    ``api_key`` (or, when it is ``None``, the environment variable the model reads at the call:
+    ``ANTHROPIC_API_KEY`` for provider ``anthropic``, else ``OPENAI_API_KEY``), the URL's user
+    info and the model's ``headers`` (``Authorization``, ``OpenAI-Organization``...). A secret
+    is never in the result in clear. A model object without these attributes (a test double, a
+    custom model) is identified by ``provider:model_id`` alone; give it a ``base_url`` or the
+    cache a ``namespace`` per upstream.
+
+    Example:
+        >>> from streamkit.models import OpenAIChatModel
+        >>> upstream_identity(OpenAIChatModel("m", base_url="http://u:pw@10.0.0.1/v1",
+        ...                                   api_key="sk-1"))["base_url"]
+        'http://10.0.0.1/v1'
+    """
+    base_url = getattr(model, "base_url", None)
+    if not isinstance(base_url, str):
+        return {"base_url": None, "account": None}
+    parts = urlsplit(base_url)
+    shown = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    key = getattr(model, "api_key", None)
+    if key is None:
+        key = os.environ.get(_KEY_ENV.get(str(getattr(model, "provider", "")), "OPENAI_API_KEY"))
+    headers = getattr(model, "headers", None)
+    secret = {"key": key, "userinfo": parts.netloc.rpartition("@")[0],
+              "headers": sorted((str(k).lower(), str(v)) for k, v in headers.items())
+              if isinstance(headers, dict) else None}
+    return {"base_url": shown, "account": _digest(secret)}
 
 
 def _tool_schema(tool: Any) -> dict[str, Any]:
@@ -247,34 +140,52 @@ class ResponseCache(Processor):
     """Replays a cached answer for a model call seen before, and caches live answers.
 
     Put it in ``input_processors`` (its hooks are ``process_llm_request`` and
-    ``process_llm_response``).
+    ``process_llm_response``), anywhere in the list: its lookup runs after every other
+    processor's ``process_llm_request`` (``sees_final_request``), so the key is the prompt the
+    model receives, including what processors edited for this call (a user's account text).
 
     Args:
         cache: the backend (default: a new ``InMemoryCache()``).
-        key: a fixed key, or ``fn(inputs) -> str`` over ``{"prompt", "model", "tools",
-            "tool_choice", "model_settings", "step_number", "scope", "request_context"}``;
-            default: a hash of those that change the answer. A key function that raises (or
-            returns an empty key) turns caching off for that call.
+        key: a fixed key, or ``fn(inputs) -> str`` over ``{"prompt", "model", "upstream",
+            "tools", "tool_choice", "model_settings", "provider_options", "step_number",
+            "scope", "request_context"}``; default: a hash of those that change the answer
+            (``upstream_identity``: base URL and account). A custom key replaces that hash
+            (the scope still prefixes it): include what must keep entries apart. A key function
+            that raises (or returns an empty key) turns caching off for that call.
         ttl: seconds an entry lives (default 300; ``None``: until evicted).
-        scope: whose entries these are — ``"resource"`` (default: the request's ``resource_id``),
-            ``"thread"``, ``None`` (shared by everyone), any other string (that literal scope),
-            or ``fn(request_context) -> str | None``.
+        scope: whose entries these are — ``"resource"`` (default: the run's ``resource_id``;
+            a run without one: its ``thread_id``; with neither: not cached), ``"thread"``
+            (the run's ``thread_id``; without one: not cached), ``None`` (shared by everyone),
+            any other string (that literal scope), or ``fn(request_context) -> str | None``
+            (``None``: not cached).
         bust: skip the lookup but still store the fresh answer (refresh).
         namespace: first part of every key (Mastra's ``agentId``), so agents do not share.
         id: processor id (default ``"response-cache"``).
 
     Per call, ``request_context=ResponseCache.context(key=..., scope=..., bust=True)`` overrides
-    ``key``, ``scope`` and ``bust``.
+    ``key``, ``scope`` and ``bust`` (a malformed override raises ``InvalidArgument`` or
+    ``InvalidType``: a mistyped option must not quietly change whose entries are read).
+
+    Trust: the override lives in ``request_context`` under ``CONTEXT_KEY``
+    (``"streamkit__response_cache"``), and whoever sets it chooses whose entries a call reads
+    and writes. It is a server-side option: in-process, ``request_context`` is the developer's
+    and trusted. A server must never forward a client-chosen value for it — streamkit's HTTP
+    server rejects client ``requestContext`` keys starting with ``streamkit__`` (docs/serving.md,
+    "Trust boundary") — and a ``scope`` function must read only what the server put in
+    ``request_context``. The default scope reads nothing a client sends: the run's
+    ``resource_id``, which the server decides.
 
     Example:
         >>> cache = ResponseCache(SQLiteCache("responses.db"), ttl=3600)
         >>> agent = Agent(id="faq", model="openai/gpt-4o-mini", input_processors=[cache])
-        >>> await agent.generate("What are your opening hours?")   # calls the model
-        >>> await agent.generate("What are your opening hours?")   # replayed, no model call
+        >>> await agent.generate("Opening hours?", resource_id="u1")   # calls the model
+        >>> await agent.generate("Opening hours?", resource_id="u1")   # replayed, no model call
+        >>> shared = ResponseCache(SQLiteCache("faq.db"), scope=None)  # one entry for everyone
     """
 
     id = "response-cache"
     name = "Response Cache"
+    sees_final_request = True
 
     def __init__(self, cache: Any = None, *, key: str | Callable[[dict[str, Any]], str] | None
                  = None, ttl: float | None = 300, scope: Any = "resource", bust: bool = False,
@@ -288,18 +199,20 @@ class ResponseCache(Processor):
         if ttl is not None and ttl <= 0:
             raise InvalidArgument(f"ttl must be > 0 seconds or None, got {ttl}")
         self.cache = cache
-        self.key = key
+        self.key = _check_key(key)
         self.ttl = ttl
-        self.scope = scope
+        self.scope = _check_scope(scope)
         self.bust = bust
         self.namespace = namespace
+        self._warned: set[str] = set()
 
     # -- per-call options ---------------------------------------------------------------------
 
     @staticmethod
     def context(*, key: str | Callable[[dict[str, Any]], str] | None = None,
                 scope: Any = _UNSET, bust: bool | None = None) -> dict[str, Any]:
-        """A ``request_context`` holding per-call overrides.
+        """A ``request_context`` holding per-call overrides (a server-side option: see the
+        class docstring).
 
         Example:
             >>> await agent.generate("q", request_context=ResponseCache.context(bust=True))
@@ -314,11 +227,11 @@ class ResponseCache(Processor):
         place)."""
         options: dict[str, Any] = {}
         if key is not None:
-            options["key"] = key
+            options["key"] = _check_key(key)
         if scope is not _UNSET:
-            options["scope"] = scope
+            options["scope"] = _check_scope(scope)
         if bust is not None:
-            options["bust"] = bust
+            options["bust"] = _check_bust(bust)
         request_context[CONTEXT_KEY] = options
         return request_context
 
@@ -326,16 +239,21 @@ class ResponseCache(Processor):
 
     def _scope_value(self, scope: Any, message_list: MessageList | None,
                      request_context: Any) -> str | None:
+        """The tagged scope, ``None`` for shared by everyone, or ``_NO_SCOPE`` (not cached)."""
         if scope is None:
             return None
+        resource = getattr(message_list, "resource_id", None) or None
+        thread = getattr(message_list, "thread_id", None) or None
         if callable(scope):
             value = scope(request_context)
-            return None if value is None else str(value)
+            return _NO_SCOPE if value is None else f"custom:{value}"
         if scope == "resource":
-            return getattr(message_list, "resource_id", None)
+            if resource is not None:
+                return f"resource:{resource}"
+            return _NO_SCOPE if thread is None else f"thread:{thread}"
         if scope == "thread":
-            return getattr(message_list, "thread_id", None)
-        return str(scope)
+            return _NO_SCOPE if thread is None else f"thread:{thread}"
+        return f"custom:{scope}"
 
     def make_key(self, inputs: dict[str, Any], key: Any = None) -> str:
         """The cache key for one call's ``inputs`` (see the class docstring).
@@ -355,43 +273,57 @@ class ResponseCache(Processor):
             if not custom:
                 raise InvalidArgument("the cache key (key=) must be a non-empty str, got ''")
             return f"{prefix}:{custom}"
-        material = {k: inputs.get(k) for k in ("prompt", "model", "tools", "tool_choice",
-                                                "model_settings", "scope")}
-        digest = hashlib.sha256(_canonical(material).encode()).hexdigest()[:32]
-        return f"{prefix}:{digest}"
+        return f"{prefix}:{_digest({k: inputs.get(k) for k in _KEY_INPUTS})}"
+
+    def _warn_once(self, what: str, message: str) -> None:
+        if what not in self._warned:
+            self._warned.add(what)
+            log.warning("response-cache %r: %s", self.id, message)
 
     # -- hooks --------------------------------------------------------------------------------
 
     async def process_llm_request(self, prompt: list[dict[str, Any]], model: Any, tools: Any,
                                   tool_choice: Any, model_settings: dict[str, Any],
-                                  request_context: Any, message_list: MessageList,
-                                  state: dict[str, Any], step_number: int, retry_count: int
+                                  provider_options: dict[str, Any], request_context: Any,
+                                  message_list: MessageList, state: dict[str, Any],
+                                  step_number: int, retry_count: int
                                   ) -> dict[str, Any] | None:
         state.pop("pending", None)
+        state.pop("pending_prompt", None)
         written: dict[int, str] = state.setdefault("written", {})
         if retry_count and step_number in written:
             # A processor rejected the answer this request stored for this step.
             await self._safe(self.cache.delete, written.pop(step_number))
-        overrides = request_context.get(CONTEXT_KEY) if isinstance(request_context, dict) \
-            else None
-        overrides = overrides if isinstance(overrides, dict) else {}
+        overrides = _overrides(request_context)
         try:
             scope = self._scope_value(overrides.get("scope", self.scope), message_list,
                                       request_context)
+        except Exception:  # noqa: BLE001 - no scope, no caching; never fail the run
+            log.exception("response-cache: the scope function failed; not caching this call")
+            return None
+        if scope is _NO_SCOPE:
+            self._warn_once("no-scope", "a run without a resource_id or thread_id (or a scope "
+                            "function returning None) is not cached; pass resource_id=, or "
+                            "scope=None to share entries between everyone")
+            return None
+        try:
             tool_list = list(tools.values()) if isinstance(tools, dict) else list(tools or ())
             inputs = {
                 "prompt": prompt,
                 "model": f"{getattr(model, 'provider', '?')}:{getattr(model, 'model_id', model)}",
+                "upstream": upstream_identity(model),
                 "tools": sorted((_tool_schema(t) for t in tool_list),
                                 key=lambda t: str(t.get("name"))),
                 "tool_choice": tool_choice, "model_settings": model_settings,
-                "step_number": step_number, "scope": scope, "request_context": request_context,
+                "provider_options": provider_options, "step_number": step_number,
+                "scope": scope, "request_context": request_context,
             }
             key = self.make_key(inputs, overrides.get("key"))
         except Exception:  # noqa: BLE001 - no key, no caching; never fail the run
             log.exception("response-cache: could not build a key; not caching this call")
             return None
         state["pending"] = key
+        state["pending_prompt"] = _digest(prompt, 64)
         if overrides.get("bust", self.bust):
             state["busted"] = state.get("busted", 0) + 1
             return None
@@ -404,13 +336,25 @@ class ResponseCache(Processor):
             state["misses"] = state.get("misses", 0) + 1
             return None
         state.pop("pending", None)
+        state.pop("pending_prompt", None)
         state["hits"] = state.get("hits", 0) + 1
         return {"response": chunks}
 
     async def process_llm_response(self, chunks: list[Any], from_cache: bool,
-                                   state: dict[str, Any], step_number: int) -> None:
+                                   state: dict[str, Any], step_number: int,
+                                   request: Any = None) -> None:
         key = state.pop("pending", None)
+        keyed_prompt = state.pop("pending_prompt", None)
         if from_cache or key is None:
+            return None
+        sent = getattr(request, "prompt", None)
+        if keyed_prompt is not None and sent is not None and _digest(sent, 64) != keyed_prompt:
+            # Another processor that also runs last changed the prompt after the lookup: this
+            # answer is to a prompt the key does not name, so it must not be findable by it.
+            self._warn_once("edited", "a processor after the cache (another one with "
+                            "sees_final_request) changed the prompt; answers are not cached — "
+                            "put the cache after it")
+            state["unkeyed"] = state.get("unkeyed", 0) + 1
             return None
         stored: list[dict[str, Any]] = []
         has_tool_calls = False
@@ -461,3 +405,54 @@ class ResponseCache(Processor):
 
 
 _FAILED: Any = object()
+_NO_SCOPE: Any = object()  # the scope of a call that is not cached
+
+#: What the default key hashes (``step_number`` and ``request_context`` are for key functions).
+_KEY_INPUTS = ("prompt", "model", "upstream", "tools", "tool_choice", "model_settings",
+               "provider_options", "scope")
+_OVERRIDE_KEYS = frozenset(("key", "scope", "bust"))
+
+
+def _check_key(key: Any) -> Any:
+    if key is None or callable(key):
+        return key
+    if not isinstance(key, str):
+        raise InvalidType(f"the cache key (key=) must be a non-empty str or a function "
+                          f"fn(inputs) -> str, got {type(key).__name__} {key!r:.60}")
+    if not key:
+        raise InvalidArgument("the cache key (key=) must be a non-empty str, got ''")
+    return key
+
+
+def _check_scope(scope: Any) -> Any:
+    if scope is not None and not callable(scope) and (not isinstance(scope, str) or not scope):
+        raise InvalidArgument(f"scope must be 'resource', 'thread', None (shared by everyone), "
+                              f"a non-empty str or fn(request_context) -> str | None; got "
+                              f"{type(scope).__name__} {scope!r:.60}")
+    return scope
+
+
+def _check_bust(bust: Any) -> bool:
+    if not isinstance(bust, bool):
+        raise InvalidArgument(f"bust must be True or False, got {type(bust).__name__} "
+                              f"{bust!r:.60}")
+    return bust
+
+
+def _overrides(request_context: Any) -> dict[str, Any]:
+    """The per-call overrides under ``CONTEXT_KEY``, checked (``InvalidArgument`` when
+    malformed: a misspelt or mistyped option must not silently change whose entries are read)."""
+    options = request_context.get(CONTEXT_KEY) if isinstance(request_context, dict) else None
+    if options is None:
+        return {}
+    if not isinstance(options, dict) or not set(options) <= _OVERRIDE_KEYS:
+        raise InvalidArgument(f"request_context[{CONTEXT_KEY!r}] must be a dict with any of "
+                              f"'key', 'scope', 'bust' (made by ResponseCache.context()); got "
+                              f"{options!r:.80}")
+    if "key" in options:
+        _check_key(options["key"])
+    if "scope" in options:
+        _check_scope(options["scope"])
+    if "bust" in options:
+        _check_bust(options["bust"])
+    return options

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from ..errors import GraphError
 from ..graph import END, START, Edge, Graph, Node
+from ..processors._runner import llm_request_order
 from ..processors._spec import ProcessorSpec
 from ._nodes import NODES
 from ._run import IN_STEP
@@ -42,7 +43,7 @@ def build_graph(cfg: RunConfig | None = None, *, title: str = "agent") -> Graph:
              _ids(ins, "process_input_step"), step),
         Node("prepare_step", "prepare_step", "hook", prep, step),
         Node("process_llm_request", "process_llm_request (prompt, cache replay)", "hook",
-             _ids(ins, "process_llm_request"), step),
+             tuple(s.id for s in llm_request_order(ins)), step),
         Node("model", "model call", "model", (), step),
         Node("process_output_stream", "process_output_stream (fused, per chunk)", "hook",
              _ids(outs, "process_output_stream"), step),

@@ -39,6 +39,10 @@ class Processor:
         process_data_parts: when True, ``data-*`` chunks reach ``process_output_stream``.
         multi_emit: when True, ``process_output_stream`` may return a list of chunks; each goes on
             through the rest of the chain in order (used by batching and redaction operators).
+        sees_final_request: when True, ``process_llm_request`` runs after every other
+            processor's of the lane, so it sees the prompt exactly as the model will receive
+            it, wherever it is in the list (used by ``ResponseCache``, whose key is that
+            prompt). Among processors that set it, the list order holds.
 
     Example:
         >>> class WordCounter(Processor):
@@ -55,6 +59,7 @@ class Processor:
     processor_index: int | None = None
     process_data_parts: bool = False
     multi_emit: bool = False
+    sees_final_request: bool = False
 
     def __init__(self, id: str | None = None, *, name: str | None = None,
                  description: str | None = None) -> None:

@@ -31,7 +31,7 @@ from ._spec import ProcessorSpec
 
 __all__ = ["StepOverrides", "MessagesUpdate", "LLMRequestUpdate", "APIErrorResult", "call_hook",
            "run_message_hook", "run_input_step", "run_llm_request", "run_llm_response",
-           "run_api_error"]
+           "run_api_error", "llm_request_order"]
 
 log = logging.getLogger("streamkit.processors")
 
@@ -267,19 +267,35 @@ async def run_input_step(runtime: RequestRuntime, specs: Sequence[ProcessorSpec]
     return overrides
 
 
+def llm_request_order(specs: Sequence[ProcessorSpec]) -> list[ProcessorSpec]:
+    """The processors whose ``process_llm_request`` runs, in the order it runs: the lane's order,
+    except that those with ``sees_final_request`` come after all the others (in lane order
+    among themselves).
+
+    Why: a processor that must see the request exactly as the model receives it (a response
+    cache keys its entries on it) would otherwise see only the edits of the processors before
+    it, and which processors come after depends on how the lists were written (per call,
+    callable lists, memory's own). Moving it is safe for the others: a processor that only looks
+    (or answers with ``{"response": ...}``) does not change the prompt the rest see.
+    """
+    hooked = [s for s in specs if "process_llm_request" in s.hooks]
+    if not any(s.sees_final_request for s in hooked):
+        return hooked
+    return ([s for s in hooked if not s.sees_final_request]
+            + [s for s in hooked if s.sees_final_request])
+
+
 async def run_llm_request(runtime: RequestRuntime, specs: Sequence[ProcessorSpec],
                           available: dict[str, Any], *, step: int) -> tuple[Any, list[Any] | None]:
     """Run ``process_llm_request``: returns ``(prompt, response_chunks_or_None)``.
 
     ``{"prompt": p}`` replaces the prompt for the next processor and for this call only (never
     stored); ``{"response": chunks}`` short-circuits the model — the first processor to return a
-    response wins, later processors still run.
+    response wins, later processors still run. The order is ``llm_request_order``'s.
     """
     prompt = available["prompt"]
     response: list[Any] | None = None
-    for spec in specs:
-        if "process_llm_request" not in spec.hooks:
-            continue
+    for spec in llm_request_order(specs):
         args = dict(available)
         args["prompt"] = prompt
         result = await call_hook(runtime, spec, "process_llm_request", args, step)

@@ -117,6 +117,8 @@ class ProcessorSpec:
         process_data_parts: whether ``data-*`` chunks reach its ``process_output_stream``.
         multi_emit: whether its stream hook may return a list of chunks.
         on_violation: its ``on_violation`` callable, if any.
+        sees_final_request: its ``process_llm_request`` runs after every other processor's
+            of its lane (``llm_request_order``), so it sees the prompt the model will get.
     """
 
     processor: Any
@@ -126,6 +128,7 @@ class ProcessorSpec:
     process_data_parts: bool
     multi_emit: bool
     on_violation: Callable[..., Any] | None
+    sees_final_request: bool = False
 
     def has(self, hook: str) -> bool:
         return hook in self.hooks
@@ -268,6 +271,7 @@ def register(processor: Any) -> ProcessorSpec:
         process_data_parts=bool(getattr(processor, "process_data_parts", False)),
         multi_emit=bool(getattr(processor, "multi_emit", False)),
         on_violation=on_violation,
+        sees_final_request=bool(getattr(processor, "sees_final_request", False)),
     )
     try:
         _CACHE[processor] = spec

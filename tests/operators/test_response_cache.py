@@ -44,6 +44,7 @@ calls: list[str] = []
 
 async def run(agent: Agent, prompt: str = "What are your hours?", **kw: Any
               ) -> tuple[list[Any], Any]:
+    kw.setdefault("resource_id", "customer-1")  # a run without one is not cached by default
     stream = agent.stream(prompt, **kw)
     chunks = [c async for c in stream]
     return chunks, await stream.result()
