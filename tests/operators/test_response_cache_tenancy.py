@@ -124,6 +124,27 @@ async def test_the_graph_shows_the_cache_after_the_prompt_editors(mode: str) -> 
     assert node.processors == ("account-text", "response-cache")
 
 
+async def test_final_request_processors_run_after_the_others_in_list_order(mode: str) -> None:
+    """The engine's part, on its own: ``sees_final_request`` moves a processor's
+    ``process_llm_request`` after every other one's; among such processors, list order holds."""
+    seen: dict[str, list[str]] = {}
+
+    def adder(name: str, final: bool) -> Any:
+        def process_llm_request(prompt: list[dict[str, Any]]) -> Any:
+            seen[name] = [m["content"] for m in prompt if m["role"] == "system"]
+            return {"prompt": [*prompt, {"role": "system", "content": name}]}
+
+        return P(name, process_llm_request=as_mode(process_llm_request, mode),
+                 sees_final_request=final)
+
+    model = echo_model()
+    agent = Agent(id="order", model=model, input_processors=[
+        adder("final-1", True), adder("x", False), adder("final-2", True), adder("y", False)])
+    result = await agent.generate("hi")
+    assert seen == {"x": [], "y": ["x"], "final-1": ["x", "y"], "final-2": ["x", "y", "final-1"]}
+    assert result.text == "x | y | final-1 | final-2"
+
+
 async def test_an_edit_after_the_lookup_is_never_written(store: Any, mode: str,
                                                          caplog: pytest.LogCaptureFixture
                                                          ) -> None:
