@@ -13,8 +13,9 @@ Decisions:
 
 * The key is a SHA-256 of a canonical JSON of the prompt exactly as the model would receive it,
   the model (``provider:model_id``), the upstream it is served by (base URL and account, see
-  ``upstream_identity``), the tool schemas, ``tool_choice``, ``model_settings`` and
-  ``provider_options`` — everything that changes the answer — namespaced and scoped.
+  ``upstream_identity``), the tool schemas, ``tool_choice``, ``model_settings``,
+  ``provider_options`` and the structured-output schema — everything that changes the answer —
+  namespaced and scoped.
 * "Exactly as the model would receive it" whatever the processor order: ``ResponseCache`` sets
   ``sees_final_request``, so the engine runs its ``process_llm_request`` after every other
   processor's (which may edit the prompt) and the lookup keys on the final prompt. Refusing a
@@ -56,6 +57,7 @@ from urllib.parse import urlsplit, urlunsplit
 from streamkit import MessageList, Processor
 from streamkit.chunks import coerce_chunk
 from streamkit.errors import InvalidArgument, InvalidType
+from streamkit.tools import json_schema
 from streamkit.wire import to_builtins
 
 from ._aio import call_maybe_async
@@ -147,9 +149,10 @@ class ResponseCache(Processor):
     Args:
         cache: the backend (default: a new ``InMemoryCache()``).
         key: a fixed key, or ``fn(inputs) -> str`` over ``{"prompt", "model", "upstream",
-            "tools", "tool_choice", "model_settings", "provider_options", "step_number",
-            "scope", "request_context"}``; default: a hash of those that change the answer
-            (``upstream_identity``: base URL and account). A custom key replaces that hash
+            "tools", "tool_choice", "model_settings", "provider_options", "structured_output"
+            (its JSON schema), "step_number", "scope", "request_context"}``; default: a hash
+            of those that change the answer (``upstream``: ``upstream_identity``, the base URL
+            and account). A custom key replaces that hash
             (the scope still prefixes it): include what must keep entries apart. A key function
             that raises (or returns an empty key) turns caching off for that call.
         ttl: seconds an entry lives (default 300; ``None``: until evicted).
@@ -284,7 +287,8 @@ class ResponseCache(Processor):
 
     async def process_llm_request(self, prompt: list[dict[str, Any]], model: Any, tools: Any,
                                   tool_choice: Any, model_settings: dict[str, Any],
-                                  provider_options: dict[str, Any], request_context: Any,
+                                  provider_options: dict[str, Any], structured_output: Any,
+                                  request_context: Any,
                                   message_list: MessageList, state: dict[str, Any],
                                   step_number: int, retry_count: int
                                   ) -> dict[str, Any] | None:
@@ -315,7 +319,9 @@ class ResponseCache(Processor):
                 "tools": sorted((_tool_schema(t) for t in tool_list),
                                 key=lambda t: str(t.get("name"))),
                 "tool_choice": tool_choice, "model_settings": model_settings,
-                "provider_options": provider_options, "step_number": step_number,
+                "provider_options": provider_options,
+                "structured_output": None if structured_output is None
+                else json_schema(structured_output), "step_number": step_number,
                 "scope": scope, "request_context": request_context,
             }
             key = self.make_key(inputs, overrides.get("key"))
@@ -409,7 +415,7 @@ _NO_SCOPE: Any = object()  # the scope of a call that is not cached
 
 #: What the default key hashes (``step_number`` and ``request_context`` are for key functions).
 _KEY_INPUTS = ("prompt", "model", "upstream", "tools", "tool_choice", "model_settings",
-               "provider_options", "scope")
+               "provider_options", "structured_output", "scope")
 _OVERRIDE_KEYS = frozenset(("key", "scope", "bust"))
 
 

@@ -208,7 +208,8 @@ async def process_llm_request(run: Run) -> str:
         return "model"
     args = _base_args(run)
     args.update(prompt=_prompt(run), tools=dict(step.tools), tool_choice=_tool_choice(step),
-                model_settings=step.model_settings, provider_options=step.provider_options)
+                model_settings=step.model_settings, provider_options=step.provider_options,
+                structured_output=step.structured_output)
     prompt, replay = await run_llm_request(run.runtime, run.config.input_specs, args,
                                            step=run.state.step_number)
     step.prompt = prompt

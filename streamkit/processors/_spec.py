@@ -30,7 +30,7 @@ HOOK_PARAMS: dict[str, frozenset[str]] = {
         "writer", "abort_signal")),
     "process_llm_request": frozenset(_COMMON + (
         "prompt", "model", "message_list", "step_number", "steps", "writer", "abort_signal",
-        "tools", "tool_choice", "model_settings", "provider_options")),
+        "tools", "tool_choice", "model_settings", "provider_options", "structured_output")),
     "process_llm_response": frozenset(_COMMON + (
         "chunks", "model", "step_number", "steps", "warnings", "request", "raw_response",
         "from_cache", "message_list", "writer", "abort_signal")),

@@ -94,10 +94,14 @@ def _entries(store: Any) -> list[tuple[str, Any]]:
     pytest.param({"model_settings": {"temperature": 0.9}}, id="settings"),
     pytest.param({"model": "other"}, id="model"),
     pytest.param({"tool_choice": "none"}, id="tool-choice"),
+    pytest.param({"provider_options": {"openai": {"reasoningEffort": "high"}}},
+                 id="provider-options"),
+    pytest.param({"structured_output": {"type": "object", "properties": {}}},
+                 id="structured-output"),
 ])
 async def test_anything_that_changes_the_answer_changes_the_key(backend: Any,
                                                                 change: dict[str, Any]) -> None:
-    model = ScriptedModel([text("first"), text("second")])
+    model = ScriptedModel([text('{"n": 1}'), text('{"n": 2}')])  # JSON: structured output
     agent = Agent(id="faq", model=model, tools=[lookup],
                   input_processors=[ResponseCache(backend(Clock()))])
     await run(agent)
