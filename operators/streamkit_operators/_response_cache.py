@@ -20,18 +20,22 @@ Decisions:
   ``sees_final_request``, so the engine runs its ``process_llm_request`` after every other
   processor's (which may edit the prompt) and the lookup keys on the final prompt. Refusing a
   list where a processor after the cache edits the prompt was the other option; it was not
-  taken because the order is not fixed where an agent is built (per-call lists, callable lists,
-  memory's processors) and a user who put the cache first (as Mastra's docs do) expects it to
-  work. As a second line, an answer is written only when the request the model actually got
-  (``process_llm_response``'s ``request``) has the prompt the key was made from; otherwise
-  (another "final" processor after the cache edited it) nothing is written, with a warning,
-  so an entry can never be found by a prompt the model did not answer.
+  taken because the list is not fixed where the agent is built (a call may replace it, a list
+  may be a function of the ``request_context``) and a user who lists the cache first, before
+  the processors it should serve, expects it to work. As a second line, an answer is written
+  only when the request the model actually got (``process_llm_response``'s ``request``) has
+  the prompt the key was made from; otherwise (another "final" processor after the cache
+  edited it) nothing is written, with a warning, so an entry can never be found by a prompt
+  the model did not answer.
 * Scope (whose entries these are) defaults to the run's ``resource_id`` — set by the caller of
-  ``generate``/``stream`` (on the HTTP server: the server, see docs/serving.md), never read
-  from ``request_context``. A run without a resource is scoped to its thread; a run with
+  ``generate``/``stream`` (on the HTTP server: the server, see docs/serving.md); the default
+  never reads ``request_context``. A run without a resource is scoped to its thread; a run with
   neither is not cached (warned once per cache), because sharing it with everyone must be a
   choice: ``scope=None`` (or a literal scope string) says so. Scopes are tagged by kind
   (``resource:``, ``thread:``, ``custom:``) so a thread id can never name a resource's entries.
+* The per-call override (``request_context[CONTEXT_KEY]``) chooses whose entries a call reads
+  and writes, so it is trusted only as a server-side option (the class docstring says how);
+  a malformed one is a typed error, never a silent change of scope.
 * What is stored is the step's chunks as the consumer received them, without the loop's
   framing (``step-start``), transient or processor-made ``data-*`` chunks, or envelopes; a step
   whose chunks hold an ``error``, ``tripwire`` or ``abort`` is never stored, and a failed model
@@ -94,11 +98,12 @@ def upstream_identity(model: Any) -> dict[str, str | None]:
 
     Two servers, or two accounts, with the same model id must not share entries (an account's
     fine-tune, a proxy that routes by key, a tenant's deployment all answer differently). What
-    a model object exposes is read: ``base_url`` (streamkit's HTTP models; shown without any
-    ``user:password@``) and, for the account, a SHA-256 of every credential the model sends —
-    ``api_key`` (or, when it is ``None``, the environment variable the model reads at the call:
-    ``ANTHROPIC_API_KEY`` for provider ``anthropic``, else ``OPENAI_API_KEY``), the URL's user
-    info and the model's ``headers`` (``Authorization``, ``OpenAI-Organization``...). A secret
+    a model object exposes is read: ``base_url`` (streamkit's HTTP models; shown without its
+    ``user:password@`` and query) and, for the account, a SHA-256 of every credential the model
+    sends — ``api_key`` (or, when it is ``None``, the environment variable the model reads at the
+    call: ``ANTHROPIC_API_KEY`` for provider ``anthropic``, else ``OPENAI_API_KEY``), the URL's
+    user info and query, and the model's ``headers`` (``Authorization``,
+    ``OpenAI-Organization``...). A secret
     is never in the result in clear. A model object without these attributes (a test double, a
     custom model) is identified by ``provider:model_id`` alone; give it a ``base_url`` or the
     cache a ``namespace`` per upstream.
@@ -113,12 +118,14 @@ def upstream_identity(model: Any) -> dict[str, str | None]:
     if not isinstance(base_url, str):
         return {"base_url": None, "account": None}
     parts = urlsplit(base_url)
-    shown = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    userinfo, _, host = parts.netloc.rpartition("@")
+    # user info and query (``?key=...``) may hold credentials: hashed, never shown
+    shown = urlunsplit((parts.scheme, host, parts.path, "", ""))
     key = getattr(model, "api_key", None)
     if key is None:
         key = os.environ.get(_KEY_ENV.get(str(getattr(model, "provider", "")), "OPENAI_API_KEY"))
     headers = getattr(model, "headers", None)
-    secret = {"key": key, "userinfo": parts.netloc.rpartition("@")[0],
+    secret = {"key": key, "userinfo": userinfo, "query": parts.query,
               "headers": sorted((str(k).lower(), str(v)) for k, v in headers.items())
               if isinstance(headers, dict) else None}
     return {"base_url": shown, "account": _digest(secret)}

@@ -259,6 +259,9 @@ def test_upstream_identity_names_the_server_and_hashes_the_account(
     with_user = ident(api_key="sk-1", base_url="http://bob:hunter2@10.0.0.1:8000/v1")
     assert with_user["base_url"] == base["base_url"] and "hunter2" not in str(with_user)
     assert with_user["account"] != base["account"]
+    with_query = ident(api_key="sk-1", base_url="http://10.0.0.1:8000/v1?key=qsecret")
+    assert with_query["base_url"] == base["base_url"] and "qsecret" not in str(with_query)
+    assert with_query["account"] != base["account"]
     # no api_key: the key the model reads from the environment is the account
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env-a")
     env_a = ident()
