@@ -159,9 +159,9 @@ class ResponseCache(Processor):
             "tools", "tool_choice", "model_settings", "provider_options", "structured_output"
             (its JSON schema), "step_number", "scope", "request_context"}``; default: a hash
             of those that change the answer (``upstream``: ``upstream_identity``, the base URL
-            and account). A custom key replaces that hash
-            (the scope still prefixes it): include what must keep entries apart. A key function
-            that raises (or returns an empty key) turns caching off for that call.
+            and account). A custom key replaces that hash (the scope still prefixes it):
+            include what must keep entries apart. A key function that raises (or returns an
+            empty key) turns caching off for that call.
         ttl: seconds an entry lives (default 300; ``None``: until evicted).
         scope: whose entries these are — ``"resource"`` (default: the run's ``resource_id``;
             a run without one: its ``thread_id``; with neither: not cached), ``"thread"``
