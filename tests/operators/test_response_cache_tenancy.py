@@ -98,19 +98,27 @@ async def ask(agent: Agent, account: str, **kw: Any) -> Any:
 
 
 @pytest.mark.parametrize("order", ["cache-first", "cache-last"])
-async def test_each_user_gets_their_own_answer_whatever_the_order(store: Any, mode: str,
-                                                                  order: str) -> None:
-    # scope=None: one cache for everyone (an FAQ deployment) — only the key keeps users apart
-    cache = ResponseCache(store, scope=None)
+@pytest.mark.parametrize("sharing", [
+    pytest.param({"scope": None}, id="one-cache-for-everyone"),
+    pytest.param({"resource_id": "acme"}, id="two-users-of-one-resource"),
+])
+async def test_each_user_gets_their_own_answer_whatever_the_order(
+        store: Any, mode: str, order: str, sharing: dict[str, Any]) -> None:
+    # Users whose entries share a scope (scope=None, or one resource for a whole company):
+    # only the key keeps them apart
+    options = dict(sharing)
+    run_options = {"resource_id": options.pop("resource_id")} if "resource_id" in options else {}
+    cache = ResponseCache(store, **options)
     editor = account_editor(mode)
     model = echo_model()
     processors = [cache, editor] if order == "cache-first" else [editor, cache]
     agent = Agent(id="bank", model=model, input_processors=processors)
-    alice = await ask(agent, "alice")
-    bob = await ask(agent, "bob")
+    alice = await ask(agent, "alice", **run_options)
+    bob = await ask(agent, "bob", **run_options)
     assert alice.text == "Account alice: balance 500"
     assert bob.text == "Account bob: balance 300"
-    again = await ask(agent, "alice")  # the cache still works: a hit for the same final prompt
+    # the cache still works: a hit for the same final prompt
+    again = await ask(agent, "alice", **run_options)
     assert again.text == alice.text and again.steps[0].from_cache
     assert model.calls == 2
     # the lookup ran after the edit, wherever the cache was listed
