@@ -274,9 +274,10 @@ def llm_request_order(specs: Sequence[ProcessorSpec]) -> list[ProcessorSpec]:
 
     Why: a processor that must see the request exactly as the model receives it (a response
     cache keys its entries on it) would otherwise see only the edits of the processors before
-    it, and which processors come after depends on how the lists were written (per call,
-    callable lists, memory's own). Moving it is safe for the others: a processor that only looks
-    (or answers with ``{"response": ...}``) does not change the prompt the rest see.
+    it, and which processors come after depends on how the lists were written (a call may
+    replace a list; a list may be a function of the request). Moving a processor that only
+    looks (or answers with ``{"response": ...}``) changes nothing for the others; one that also
+    edits the prompt is, for the others, as if it had been listed last.
     """
     hooked = [s for s in specs if "process_llm_request" in s.hooks]
     if not any(s.sees_final_request for s in hooked):
