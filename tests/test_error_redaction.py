@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from streamkit import Agent, APICallError, Processor, tool
 from streamkit.chunks import DataChunk, ErrorChunk, ToolCall, ToolErrorChunk, TripwireChunk
+from streamkit.errors import StreamkitError
 from streamkit.memory import Memory, SQLiteStore
 from streamkit.messages import Message, message_to_dict
 from streamkit.models import OpenAIChatModel
@@ -31,7 +32,7 @@ from streamkit.models._http import error_from_exception, error_from_status
 from streamkit.serve import UIMessageStream
 from streamkit_operators import PIIDetector, RegexFilter
 
-from ._http_server import Reply, ReplayServer
+from ._http_server import ReplayServer, Reply
 
 EMAIL = "bob.smith@example.com"
 CARD = "4111 1111 1111 1111"
@@ -101,7 +102,7 @@ async def drain(agent: Agent, prompt: str = "hi", **options: Any) -> tuple[list[
     chunks = [c async for c in stream]
     try:
         outcome: Any = await stream.result()
-    except APICallError as exc:
+    except StreamkitError as exc:
         outcome = exc
     return chunks, outcome
 
@@ -236,6 +237,43 @@ async def test_without_guards_the_text_is_the_providers_minus_credentials(
     shown = error_of(chunks)
     assert PROVIDER_TEXT in shown and PASSWORD not in shown
     assert outcome.body is not None  # nothing was redacted: the very error raised
+
+
+class Broken(Processor):
+    """A stream hook or an input hook that raises, quoting what it saw."""
+
+    id = "broken"
+
+    def __init__(self, hook: str) -> None:
+        super().__init__()
+        setattr(self, hook, getattr(self, "_" + hook))
+
+    def _process_output_stream(self, part: Any) -> Any:
+        raise ValueError(f"cannot stream {part!r} to {EMAIL}")
+
+    def _process_input(self, messages: Any) -> Any:
+        raise ValueError(f"cannot take input for {EMAIL} with card {CARD}")
+
+
+@pytest.mark.parametrize("hook,expected", [
+    pytest.param("process_output_stream",
+                 "processor 'broken' raised in process_output_stream: ValueError",
+                 id="stream-hook-error-in-streamkit-words"),
+    pytest.param("process_input", "**** **** **** 1111", id="input-hook-error-through-guards")])
+async def test_a_processor_error_is_shown_without_what_it_quoted(
+        model: OpenAIChatModel, server: ReplayServer, hook: str, expected: str) -> None:
+    server.enqueue(answer("hello"))
+    g = guards()
+    lanes = {"input_processors": g, "output_processors": g}
+    lane = "output_processors" if hook == "process_output_stream" else "input_processors"
+    lanes[lane] = [*g, Broken(hook)]
+    agent = Agent(id="a", model=model, **lanes)
+    chunks, _ = await drain(agent)
+    with pytest.raises(StreamkitError) as caught:
+        server.enqueue(answer("hello"))
+        await agent.generate("hi")
+    shown = error_of(chunks)
+    assert expected in shown and not leaks(shown) and str(caught.value) == shown
 
 
 # ----------------------------------------------------------------------------- stored

@@ -15,6 +15,10 @@ Decisions:
 * A processor that drops the error chunk, turns it into another chunk, raises or trips on it
   withholds the text: the client is told the error's type and that its text was withheld
   (the run still ends with its error — a client must know it failed).
+* A ``ProcessorError`` of a stream hook (``process_output_stream``/``flush_output_stream``) is
+  not pushed into the chain that just failed (a stuck hook would be waited for twice): its
+  text is streamkit's own, without the hook's exception message (which may quote the stream)
+  — which processor, which hook, the exception's type, or the timeout it exceeded.
 * Messages a ``process_api_error`` hook adds or changes (``guard_changed``) enter the
   conversation from outside the model's stream, as a caller's input does: they pass the input
   processors' ``process_input`` before they are sent, stored or returned, so a guard in
@@ -35,7 +39,7 @@ from typing import Any, cast
 import msgspec
 
 from ..chunks import ErrorChunk
-from ..errors import APICallError, StreamkitError
+from ..errors import APICallError, ProcessorError, StreamkitError
 from ..messages import Message, MessageList, Source
 from ..processors._chain import StreamChain
 from ..processors._runner import run_message_hook
@@ -90,13 +94,16 @@ def _message_of(chunk: ErrorChunk) -> str:
 async def show_error(chain: StreamChain, error: BaseException, run_id: str) -> ShownError:
     """``error`` as the output processors of ``chain`` let it out (see the module docstring).
     Never raises (but ``CancelledError``)."""
-    chunk = ErrorChunk(error=error_body(error), run_id=run_id, from_="AGENT")
-    try:
-        out: Any = chain.push(chunk)
-        if chain.is_async:
-            out = await out
-    except Exception:  # noqa: BLE001 - a guard that raises or trips on it withholds the text
-        out = None
+    if isinstance(error, ProcessorError) and error.hook in _STREAM_HOOKS:
+        out: Any = ErrorChunk(error=error_body(error, _stream_hook_text(error)), run_id=run_id,
+                              from_="AGENT")
+    else:
+        try:
+            out = chain.push(ErrorChunk(error=error_body(error), run_id=run_id, from_="AGENT"))
+            if chain.is_async:
+                out = await out
+        except Exception:  # noqa: BLE001 - a guard that raises or trips on it withholds the text
+            out = None
     if out.__class__ is list:
         out = next((c for c in reversed(out) if c.__class__ is ErrorChunk), None)
     if out.__class__ is not ErrorChunk:
@@ -105,6 +112,23 @@ async def show_error(chain: StreamChain, error: BaseException, run_id: str) -> S
                          from_="AGENT")
     text = _message_of(out)
     return ShownError(error, out, text, error if text == str(error) else _copy(error, text))
+
+
+#: The hooks of the stream chain (its failure is shown without pushing it into the chain).
+_STREAM_HOOKS = ("process_output_stream", "flush_output_stream")
+
+
+def _stream_hook_text(error: ProcessorError) -> str:
+    """A stream hook's failure in streamkit's words only (see the module docstring)."""
+    if getattr(error, "timeout", None) is not None:
+        return str(error)  # "... did not return within N s (hook_timeout) ...": no content
+    returned = getattr(error, "returned", None)
+    if returned is not None:  # a value that is not a chunk: its type, not its repr (content)
+        return (f"processor {error.processor_id!r}, {error.hook}: it returned a {returned}; "
+                f"expected a chunk, None to drop it, or a list of chunks")
+    cause = error.__cause__
+    what = type(cause).__name__ if cause is not None else "an error"
+    return f"processor {error.processor_id!r} raised in {error.hook}: {what}"
 
 
 def _copy(error: BaseException, text: str) -> BaseException:

@@ -18,7 +18,7 @@ from streamkit.models import OpenAIChatModel
 from streamkit.serve import create_app
 from streamkit_operators import PIIDetector, RegexFilter
 
-from .._http_server import Reply, ReplayServer
+from .._http_server import ReplayServer, Reply
 from ._server import running
 
 EMAIL = "bob.smith@example.com"
