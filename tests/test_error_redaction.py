@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamkit import Agent, APICallError, Processor, tool
@@ -30,6 +30,7 @@ from streamkit.models import OpenAIChatModel
 from streamkit.models._credentials import safe_url, strip_credentials
 from streamkit.models._http import error_from_exception, error_from_status
 from streamkit.serve import UIMessageStream
+from streamkit.testing import ScriptedModel, api_error
 from streamkit_operators import PIIDetector, RegexFilter
 
 from ._http_server import ReplayServer, Reply
@@ -209,6 +210,29 @@ async def test_the_retry_reason_is_the_redacted_text(model: OpenAIChatModel,
     assert retry.data["processorId"] == "retry-once"
     assert retry.data["reason"] == error_of(chunks) == str(outcome)
     assert not leaks(retry.data["reason"]) and "**** **** **** 1111" in retry.data["reason"]
+
+
+_WORDS = st.text(st.characters(codec="ascii", categories=("L", "N", "P", "Zs")), max_size=30)
+
+
+@settings(max_examples=40, deadline=None)
+@given(pieces=st.lists(st.one_of(_WORDS, st.sampled_from([EMAIL, CARD, KEY])), min_size=1,
+                       max_size=6))
+async def test_any_error_text_leaves_as_one_text_without_a_secret(pieces: list[str]) -> None:
+    """Whatever the provider says, the error chunk, the retry reason and ``result.error`` carry
+    the same text, and no secret the guards know of."""
+    class RetryOnce(Processor):
+        id = "retry-once"
+
+        def process_api_error(self, error: Any, retry_count: int) -> Any:
+            return {"retry": retry_count == 0}
+
+    said = " | ".join(pieces)  # "|" keeps a drawn digit from joining the card number
+    model = ScriptedModel([api_error(500, said), api_error(500, said)])
+    chunks, outcome = await drain(guarded(model, error_processors=[RetryOnce()]))
+    (retry,) = [c for c in chunks if isinstance(c, DataChunk) and c.type == "data-step-retry"]
+    assert retry.data["reason"] == error_of(chunks) == str(outcome)
+    assert [s for s in (EMAIL, CARD, KEY) if s in str(outcome)] == []
 
 
 class DropErrors(Processor):
