@@ -14,6 +14,10 @@ the transition against the graph's edge table. Exceptions are routed here, in on
   ``max_processor_retries`` allows it; otherwise ``tripwire``.
 * ``APICallError`` from the model's nodes → ``process_api_error``.
 * any other ``StreamkitError`` → ``fail``.
+
+Either error is first shown (``Run.show``, ``_shown``): its ``error`` chunk passes the output
+processors once, and what comes out is the text the spans, the retry reason, the ``error``
+chunk and ``result.error`` use.
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ Decisions:
 * A processor that drops the error chunk, turns it into another chunk, raises or trips on it
   withholds the text: the client is told the error's type and that its text was withheld
   (the run still ends with its error — a client must know it failed).
+* What the chain returns beside the error chunk (text a guard released) is not delivered: the
+  attempt failed, and its undelivered rest is discarded, as the outbox's is.
 * A ``ProcessorError`` of a stream hook (``process_output_stream``/``flush_output_stream``) is
   not pushed into the chain that just failed (a stuck hook would be waited for twice): its
   text is streamkit's own, without the hook's exception message (which may quote the stream)

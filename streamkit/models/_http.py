@@ -657,7 +657,8 @@ class HTTPModel:
         if not isinstance(model_id, str) or not model_id:
             raise StreamkitError(f"model_id must be a non-empty string, got {model_id!r}")
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise StreamkitError(f"base_url must be an http(s) URL, got {base_url!r}")
+            shown = safe_url(base_url) if isinstance(base_url, str) else base_url
+            raise StreamkitError(f"base_url must be an http(s) URL, got {shown!r}")
         self.model_id = model_id
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
