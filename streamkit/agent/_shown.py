@@ -20,7 +20,9 @@ Decisions:
 * A ``ProcessorError`` of a stream hook (``process_output_stream``/``flush_output_stream``) is
   not pushed into the chain that just failed (a stuck hook would be waited for twice): its
   text is streamkit's own, without the hook's exception message (which may quote the stream)
-  — which processor, which hook, the exception's type, or the timeout it exceeded.
+  — which processor, which hook, the exception's type, or the timeout it exceeded. One the
+  processor raised itself (a ``ProcessorError`` with no cause: a misconfiguration its author
+  explains to the developer) keeps its own message.
 * Messages a ``process_api_error`` hook adds or changes (``guard_changed``) enter the
   conversation from outside the model's stream, as a caller's input does: they pass the input
   processors' ``process_input`` before they are sent, stored or returned, so a guard in
@@ -129,8 +131,9 @@ def _stream_hook_text(error: ProcessorError) -> str:
         return (f"processor {error.processor_id!r}, {error.hook}: it returned a {returned}; "
                 f"expected a chunk, None to drop it, or a list of chunks")
     cause = error.__cause__
-    what = type(cause).__name__ if cause is not None else "an error"
-    return f"processor {error.processor_id!r} raised in {error.hook}: {what}"
+    if cause is None:  # raised as a ProcessorError by the processor: its author's words
+        return str(error)
+    return f"processor {error.processor_id!r} raised in {error.hook}: {type(cause).__name__}"
 
 
 def _copy(error: BaseException, text: str) -> BaseException:
