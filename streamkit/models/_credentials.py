@@ -31,9 +31,9 @@ MASK = "***"
 SECRET_PARAM_WORDS = ("key", "token", "secret", "password", "passwd", "pwd", "auth", "sig",
                       "credential", "session")
 
-# ``scheme://user-info@``: the user-info is everything up to an ``@`` that comes before the
-# host's end (no ``/``, ``?``, ``#`` or whitespace in between).
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#@\s]+@")
+# ``scheme://user-info@``: the user-info is everything up to the last ``@`` before the host's
+# end (no ``/``, ``?``, ``#`` or whitespace in between): a password may hold an unescaped ``@``.
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s]*@")
 # ``?name=value`` / ``&name=value`` where the name holds a secret word.
 _SECRET_PARAM = re.compile(
     r"(?i)([?&;][^=&#\s]*(?:" + "|".join(SECRET_PARAM_WORDS) + r")[^=&#\s]*=)[^&#\s'\"]*")
