@@ -333,6 +333,34 @@ async def test_a_message_process_api_error_adds_is_stored_as_the_guards_let_it(
     assert "the last call failed" in retried_prompt and not leaks(retried_prompt)
 
 
+@pytest.mark.parametrize("strategy", ["filter", "block"])
+async def test_an_added_message_a_guard_filters_or_blocks_is_not_stored(
+        model: OpenAIChatModel, server: ReplayServer, tmp_path: Path, strategy: str) -> None:
+    class Explain(Processor):
+        id = "explain"
+
+        def process_api_error(self, error: Any, retry_count: int, message_list: Any) -> Any:
+            message_list.add(Message.user(f"(the last call failed: {error.body})"), "input")
+            return {"retry": retry_count == 0}
+
+    server.enqueue(error_reply(), answer("All good."))
+    pii = PIIDetector(detection_types=["email"], strategy=strategy)
+    memory = Memory(SQLiteStore(str(tmp_path / "m.sqlite3")))
+    try:
+        agent = Agent(id="a", model=model, input_processors=[pii], output_processors=[pii],
+                      error_processors=[Explain()], memory=memory)
+        chunks, outcome = await drain(agent, thread_id="t1", resource_id="u1")
+        stored = json.dumps([message_to_dict(m) for m in await memory.get_messages("t1")])
+    finally:
+        await memory.close()
+    assert "the last call failed" not in stored and not leaks(stored)
+    if strategy == "filter":  # dropped: the retry goes on without it
+        assert outcome.text == "All good."
+        assert "the last call failed" not in json.dumps(server.requests[-1].body["messages"])
+    else:  # the guard stopped the run: nothing of it is stored
+        assert isinstance(chunks[-1], TripwireChunk) and stored == "[]"
+
+
 async def test_tool_names_pass_the_guards(model: OpenAIChatModel, server: ReplayServer,
                                           tmp_path: Path) -> None:
     @tool
