@@ -22,15 +22,21 @@ from msgspec import UNSET, structs
 from streamkit import Processor
 from streamkit.chunks import (
     DataChunk,
+    ErrorChunk,
     ReasoningDelta,
     ReasoningEnd,
     StepStart,
     TextDelta,
     TextEnd,
     ToolCall,
+    ToolCallApproval,
     ToolCallDelta,
     ToolCallInputStreamingEnd,
+    ToolCallInputStreamingStart,
+    ToolCallSuspended,
     ToolErrorChunk,
+    ToolOutput,
+    ToolOutputDenied,
     ToolResult,
 )
 from streamkit.errors import InvalidArgument
@@ -88,6 +94,11 @@ class _Held:
 
 #: The chunk that ends a part, by the class of the part's deltas.
 _ENDS: dict[type, type] = {TextEnd: TextDelta, ReasoningEnd: ReasoningDelta}
+
+#: Tool chunks whose ``tool_name`` comes from the model (a name can carry what a guard looks
+#: for as well as any other text; the tool result and error chunks are checked with theirs).
+_NAMED = frozenset((ToolCall, ToolCallDelta, ToolCallInputStreamingStart, ToolCallApproval,
+                    ToolCallSuspended, ToolOutput, ToolOutputDenied))
 
 
 class HoldbackGuard(Processor):
@@ -265,7 +276,8 @@ class RedactingGuard(HoldbackGuard):
     request_context, offset)``: return the text to keep (redacted) or raise ``TripWire``.
     ``source`` says where the text was: ``"input"``, ``"stream"`` (text and reasoning deltas;
     ``findings`` offsets are in the part's streamed text and ``text`` starts at ``offset``),
-    ``"tool-call"`` (arguments), ``"tool-result"``, ``"tool-error"`` or ``"data"``. With
+    ``"tool-call"`` (arguments, tool names), ``"tool-result"``, ``"tool-error"``, ``"error"`` (the
+    run's error) or ``"data"``. With
     ``strategy == "filter"`` an input message with a finding is dropped.
 
     What the stream hook covers, besides the deltas:
@@ -279,6 +291,9 @@ class RedactingGuard(HoldbackGuard):
       that could send it elsewhere;
     * **tool results** (``result`` and ``args``) and **tool errors** (``error``, ``args``) —
       keys and values;
+    * **tool names** of every tool chunk (source ``"tool-call"``, or that of the result/error);
+    * **the run's error** (source ``"error"``): the ``error`` chunk's ``error`` — the text every
+      way the error leaves the run uses (message, data-step-retry reason, ``result.error``);
     * **data-* chunks** (``process_data_parts = True``): their ``data``, keys and values.
 
     ``process_tool_result`` also redacts the result in the message list, so the model reads
@@ -359,11 +374,15 @@ class RedactingGuard(HoldbackGuard):
             data = self._check_value(part.data, "data", state, request_context)
             return part if data is part.data else structs.replace(part, data=data)
         if cls is ToolResult:
-            return self._check_fields(part, ("result", "args"), "tool-result", state,
-                                      request_context)
+            return self._check_fields(part, ("tool_name", "result", "args"), "tool-result",
+                                      state, request_context)
         if cls is ToolErrorChunk:
-            return self._check_fields(part, ("error", "args"), "tool-error", state,
+            return self._check_fields(part, ("tool_name", "error", "args"), "tool-error", state,
                                       request_context)
+        if cls is ErrorChunk:
+            return self._check_fields(part, ("error",), "error", state, request_context)
+        if cls in _NAMED:
+            part = self._check_fields(part, ("tool_name",), "tool-call", state, request_context)
         if not self.check_tool_args:
             return part
         if cls is ToolCallDelta:

@@ -23,7 +23,6 @@ from msgspec import UNSET, structs
 from ..chunks import (
     Chunk,
     DataChunk,
-    ErrorChunk,
     Finish,
     ObjectResult,
     ResponseMetadata,
@@ -67,6 +66,7 @@ from ._build import (
 from ._result import StepResult, Usage
 from ._routing import Origin
 from ._run import NodeFn, Run, Stream
+from ._shown import fingerprint, guard_changed
 from ._state import FEEDBACK_TEMPLATE, RunConfig, StepState
 
 __all__ = ["start", "process_input", "process_input_step", "prepare_step",
@@ -300,14 +300,20 @@ async def process_api_error(run: Run) -> str:
     st.message_list.rollback(step.checkpoint)
     args = _base_args(run)
     args["error"] = error
+    before = fingerprint(st.message_list) if "process_input" in run.graph.busy else None
     retried_by = await run_api_error(run.runtime, unique, st.message_list, args,
                                      step=st.step_number)
+    if before is not None:  # what the handlers added passes the input guards (``_shown``)
+        await guard_changed(run.runtime, cfg.input_specs, st.message_list, before,
+                            {"retry_count": st.retry_count,
+                             "request_context": run.runtime.request_context})
     st.usage = st.usage + step.usage
     cap = cfg.error_retry_cap
     if retried_by is not None and cap is not None and st.retry_count < cap:
         if step.streamed:
             # Closed like a processor-requested retry (Mastra: step-finish(retry), step-start).
-            _withdraw(run, reason=str(error), processor_id=retried_by, usage=step.usage)
+            _withdraw(run, reason=(await run.show(error)).text, processor_id=retried_by,
+                      usage=step.usage)
         st.steps.append(StepResult(step_number=st.step_number, finish_reason="retry",
                                    usage=step.usage, retry_count=st.retry_count))
         st.retry_count += 1
@@ -586,11 +592,12 @@ async def fail(run: Run) -> str:
     err = st.error
     if err is None:
         raise StreamkitError("streamkit bug: fail without an error")
-    body: dict[str, Any] = {"name": type(err).__name__, "message": str(err)}
-    if isinstance(err, APICallError):
-        body.update(statusCode=err.status_code, isRetryable=err.is_retryable)
+    # The error chunk has passed the output processors (``Run.show``); result.error holds the
+    # text they let out, as every other way the error leaves does.
+    shown = await run.show(err)
+    st.error = shown.error
     st.finish_reason = "error"
-    run.emit(ErrorChunk(error=body, run_id=run.run_id, from_=AGENT), Origin.RUN)
+    run.emit(shown.chunk, Origin.RUN)
     return END
 
 

@@ -26,7 +26,9 @@ origin              chunks                                                      
 "yes" means through the fused chain, where a ``data-*`` chunk reaches only processors with
 ``process_data_parts = True`` and passes the others untouched; a processor may change, drop or
 abort on it. Every non-transient ``data-*`` chunk that reaches the consumer, whatever its origin,
-is stored as a part of the turn's assistant message (``Run.deliver``).
+is stored as a part of the turn's assistant message (``Run.deliver``). The run's ``error``
+chunk is routed ``RUN`` because it has passed the processors already, once, in ``Run.show``
+(``_shown``): its text is the one every way out of the error uses.
 
 What does not belong here: the driving of a source through the chain (``StreamChain.drive``) and
 the one place chunks leave a run (``Run.events``).

@@ -14,6 +14,10 @@ the transition against the graph's edge table. Exceptions are routed here, in on
   ``max_processor_retries`` allows it; otherwise ``tripwire``.
 * ``APICallError`` from the model's nodes → ``process_api_error``.
 * any other ``StreamkitError`` → ``fail``.
+
+Either error is first shown (``Run.show``, ``_shown``): its ``error`` chunk passes the output
+processors once, and what comes out is the text the spans, the retry reason, the ``error``
+chunk and ``result.error`` use.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from ..tripwire import TripWire
 from ._build import StepRecorder, error_text
 from ._result import AgentResult, TripwireInfo
 from ._routing import Origin, Outbox
+from ._shown import ShownError, show_error
 from ._state import RunConfig, RunState, StepState
 
 __all__ = ["Run", "Stream", "NodeResult", "NodeFn", "IN_STEP", "MODEL_NODES", "HOOK_OF_NODE"]
@@ -121,6 +126,7 @@ class Run:
         # Resolved once per run, here, so the run's spans nest under the caller's current span
         # (``tracing.NOOP`` when tracing is off; called per node, never per chunk).
         self.tracer = run_tracer()
+        self._shown: ShownError | None = None
 
     # The writers of tools and of the other hooks, made when first asked for: most runs have
     # no tool and no hook that writes (four writers per run were ~1.4 µs of a short request).
@@ -147,6 +153,19 @@ class Run:
         if step is None:
             raise StreamkitError("streamkit bug: a step node ran outside a step")
         return step
+
+    async def show(self, error: BaseException) -> ShownError:
+        """``error`` as a client may see it (``_shown``): its ``error`` chunk after the output
+        processors, computed once per error."""
+        shown = self._shown
+        if shown is None or not shown.is_of(error):
+            shown = self._shown = await show_error(self.chain, error, self.run_id)
+        return shown
+
+    def shown_text(self, error: BaseException) -> str | None:
+        """The text a client was (or will be) shown of ``error``; ``None`` if none was made."""
+        shown = self._shown
+        return shown.text if shown is not None and shown.is_of(error) else None
 
     def emit(self, chunk: Chunk, origin: Origin) -> None:
         """Queue a chunk the loop produced; ``ROUTES[origin]`` says whether processors see it."""
@@ -251,6 +270,7 @@ class Run:
                     nxt = await self._tripwire(tw.fill(tw.processor_id or "processor"), node)
                 except APICallError as exc:
                     outbox.discard()
+                    await self.show(exc)  # before the spans record the failure
                     if node in MODEL_NODES and st.step is not None:
                         st.step.api_error = exc
                         nxt = "process_api_error"
@@ -261,6 +281,7 @@ class Run:
                     if node in ("fail", "tripwire"):
                         raise
                     outbox.discard()
+                    await self.show(exc)
                     st.error = exc
                     nxt = "fail"
                 if outbox.ready:

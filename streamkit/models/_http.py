@@ -2,7 +2,8 @@
 
 What belongs here: the one place where ``httpx`` exceptions, HTTP error statuses, error events
 inside a stream and malformed or truncated streams become :class:`~streamkit.errors.APICallError`
-(always ``raise ... from exc``); ``Retry-After`` parsing; the bounded retry loop
+(always ``raise ... from exc``), none holding a URL's credentials (``api_error``);
+``Retry-After`` parsing; the bounded retry loop
 (:class:`RetryPolicy`, :func:`retrying`); and :class:`HTTPSession`, which owns or borrows the
 ``httpx.AsyncClient`` and turns one POST into server-sent events or a bounded body; and what
 both providers share beyond HTTP: :class:`HTTPModel` (their constructor options, retry policy,
@@ -39,9 +40,10 @@ import msgspec
 
 from ..errors import APICallError, ChunkDecodeError, StreamkitError
 from ..wire import DEFAULT_MAX_EVENT_BYTES, SSEEvent, SSEParser
+from ._credentials import safe_url, strip_credentials
 
 __all__ = ["DEFAULT_TIMEOUT", "DEFAULT_DEADLINE", "Deadline", "RetryPolicy", "HTTPSession",
-           "parse_retry_after", "retrying",
+           "parse_retry_after", "retrying", "api_error",
            "error_from_status", "error_from_exception", "error_from_payload", "stream_error",
            "encode_json", "decode_json", "split_media", "json_text",
            "unwrap_provider_options",
@@ -105,7 +107,7 @@ class Deadline:
 
     def error(self, provider: str, url: str) -> APICallError:
         """The ``APICallError`` for a call that ran out of time (not retryable: no time left)."""
-        return APICallError(f"{provider} API call to {url} did not finish within its deadline "
+        return api_error(f"{provider} API call to {url} did not finish within its deadline "
                             f"of {self.seconds:g} s (the model's deadline= option)",
                             status_code=None, is_retryable=False, url=url)
 
@@ -337,6 +339,21 @@ async def retrying(policy: RetryPolicy,
 # --- errors --------------------------------------------------------------------------------------
 
 
+def api_error(message: str, *, url: str | None, body: str | None = None,
+              **attrs: Any) -> APICallError:
+    """Every ``APICallError`` of this module is built here: its message, ``body`` and ``url``
+    lose the credentials a URL or an echoing server may put in them (``_credentials``).
+
+    Example:
+        >>> err = api_error("call to http://u:pw@h/v1?key=k failed", url="http://u:pw@h/v1?key=k")
+        >>> str(err), err.url
+        ('call to http://***@h/v1?key=*** failed', 'http://***@h/v1?key=***')
+    """
+    return APICallError(strip_credentials(message),
+                        body=None if body is None else strip_credentials(body),
+                        url=None if url is None else safe_url(url), **attrs)
+
+
 def _cut(text: str) -> str:
     return text if len(text) <= _MAX_BODY_CHARS else text[:_MAX_BODY_CHARS] + "...[truncated]"
 
@@ -395,7 +412,7 @@ def error_from_status(provider: str, status: int, body: bytes | str, url: str,
         message = (f"{message} -- no API key was sent: set the {key_env} environment variable "
                    f"or pass api_key=")
         is_retryable = False
-    return APICallError(f"{provider} API error: HTTP {status}{label} from {url}: {message}",
+    return api_error(f"{provider} API error: HTTP {status}{label} from {url}: {message}",
                         status_code=status, body=_cut(text) or None, is_retryable=is_retryable,
                         url=url, retry_after=parse_retry_after(headers))
 
@@ -415,7 +432,7 @@ def error_from_payload(provider: str, obj: Any, raw: str, url: str, *,
     """
     kind, message = _describe(obj)
     label = f" ({kind})" if kind else ""
-    return APICallError(f"{provider} stream error{label} from {url}: {message or raw[:300]}",
+    return api_error(f"{provider} stream error{label} from {url}: {message or raw[:300]}",
                         status_code=status_code, body=_cut(raw), url=url)
 
 
@@ -438,14 +455,14 @@ def error_from_exception(provider: str, exc: BaseException, url: str) -> APICall
     else:
         what, retryable = f"network error ({type(exc).__name__})", True
     detail = str(exc) or type(exc).__name__
-    return APICallError(f"{provider} API call to {url} failed: {what}: {detail}",
+    return api_error(f"{provider} API call to {url} failed: {what}: {detail}",
                         status_code=None, is_retryable=retryable, url=url)
 
 
 def stream_error(provider: str, problem: str, url: str, *, body: str | None = None,
                  is_retryable: bool = True) -> APICallError:
     """The ``APICallError`` for a malformed or truncated stream (retryable unless told)."""
-    return APICallError(f"{provider} stream from {url} is broken: {problem}",
+    return api_error(f"{provider} stream from {url} is broken: {problem}",
                         status_code=None, body=None if body is None else _cut(body),
                         is_retryable=is_retryable, url=url)
 
@@ -597,7 +614,7 @@ class HTTPSession:
 def _out_of_time(provider: str, url: str, deadline: Deadline | None) -> APICallError:
     if deadline is not None:
         return deadline.error(provider, url)
-    return APICallError(f"{provider} API call to {url} timed out", url=url)  # pragma: no cover
+    return api_error(f"{provider} API call to {url} timed out", url=url)  # pragma: no cover
 
 
 async def _read_capped(response: httpx.Response, limit: int | None) -> bytes:
@@ -640,7 +657,8 @@ class HTTPModel:
         if not isinstance(model_id, str) or not model_id:
             raise StreamkitError(f"model_id must be a non-empty string, got {model_id!r}")
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise StreamkitError(f"base_url must be an http(s) URL, got {base_url!r}")
+            shown = safe_url(base_url) if isinstance(base_url, str) else base_url
+            raise StreamkitError(f"base_url must be an http(s) URL, got {shown!r}")
         self.model_id = model_id
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
@@ -658,7 +676,7 @@ class HTTPModel:
         self._session = HTTPSession(self.label, client=client, timeout=timeout)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.model_id!r}, base_url={self.base_url!r})"
+        return f"{type(self).__name__}({self.model_id!r}, base_url={safe_url(self.base_url)!r})"
 
     async def aclose(self) -> None:
         """Close the HTTP client the model owns (a borrowed ``client`` stays open)."""

@@ -77,8 +77,12 @@ def hook_failure(spec_id: str, hook: str, exc: BaseException) -> BaseException:
     its processor id, control flow passes through, anything else becomes ``ProcessorError``."""
     if isinstance(exc, TripWire):
         return exc.fill(spec_id)
-    if isinstance(exc, (ProcessorError, asyncio.CancelledError, GeneratorExit, KeyboardInterrupt,
-                        SystemExit)):
+    if isinstance(exc, ProcessorError):
+        if exc.hook is None:  # raised by the processor itself: say where, as for a TripWire
+            exc.processor_id = exc._attrs["processor_id"] = spec_id
+            exc.hook = exc._attrs["hook"] = hook
+        return exc
+    if isinstance(exc, (asyncio.CancelledError, GeneratorExit, KeyboardInterrupt, SystemExit)):
         return exc
     err = ProcessorError(f"processor {spec_id!r} raised in {hook}: {type(exc).__name__}: {exc}",
                          processor_id=spec_id, hook=hook)
@@ -148,9 +152,10 @@ def bad_return(spec: ProcessorSpec, hook: str, value: Any, *, is_item: bool = Fa
     where = "an item of the list it returned" if is_item else "it returned"
     lists = "" if spec.multi_emit else \
         " (a list needs multi_emit = True on the processor)"
+    # ``returned``: the type alone, for where the value's repr (content) must not go.
     return ProcessorError(f"processor {spec.id!r}, {hook}: {where} is {shown}; expected a "
                           f"chunk, None to drop it, or a list of chunks{lists}",
-                          processor_id=spec.id, hook=hook)
+                          processor_id=spec.id, hook=hook, returned=type(value).__name__)
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,8 +34,13 @@ Decisions the spec leaves open:
   call had.
 * A stream processor's span covers the stream it watched (from the step's first stream to its
   record); the time spent inside its hook is ``streamkit.processor.duration``.
-* A tool's exception message is recorded only with content capture on (tools may put the data
-  they were given in it); library errors (API, processor) are recorded with their message.
+* Error text is content: spans hold only what a client could have seen. With content capture
+  off a failed span has status ERROR and ``error.type`` and nothing more (no description, no
+  ``exception`` event: a provider's error text or a tool's exception can quote the data they
+  were given). With it on, the description and an ``exception`` event (type and message, no
+  stack trace: a chained cause would carry the raw text) hold the text the client was shown —
+  the run's error chunk after the output processors (``agent/_shown``), a tool's error as its
+  ``tool-error`` chunk was delivered. A processor's span never carries its error's text.
 """
 
 from __future__ import annotations
@@ -114,11 +119,14 @@ def error_type(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-def _set_error(span: Span, exc: BaseException, *, message: bool = True) -> None:
+def _set_error(span: Span, exc: BaseException, text: str | None) -> None:
+    """Status ERROR and ``error.type``; ``text`` (what the client was shown, or ``None``) as the
+    description and an ``exception`` event."""
     span.set_attribute("error.type", error_type(exc))
-    span.set_status(Status(StatusCode.ERROR, str(exc) if message else None))
-    if message:
-        span.record_exception(exc)
+    span.set_status(Status(StatusCode.ERROR, text))
+    if text is not None:
+        span.add_event("exception", {"exception.type": type(exc).__name__,
+                                     "exception.message": text})
 
 
 def _model_attrs(model: Any) -> tuple[str, str]:
@@ -222,7 +230,7 @@ class SpanTracer(RunTracer):
             if closed:
                 span.set_attribute("streamkit.run.closed_early", True)
         if failed is not None:
-            _set_error(span, failed)
+            _set_error(span, failed, self._shown(failed))
         span.end()
         run.runtime.on_record = None
         self._run = None
@@ -330,12 +338,17 @@ class SpanTracer(RunTracer):
                 span.set_attribute("gen_ai.response.time_to_first_chunk",
                                    (rec.first_text_ns - self._chat_perf) / 1e9)
 
+    def _shown(self, exc: BaseException) -> str | None:
+        """With content capture, the text a client was shown of ``exc``; else ``None``."""
+        run = self._run
+        return run.shown_text(exc) if self._capture and run is not None else None
+
     def _chat_failed(self, exc: BaseException) -> None:
         span = self._chat_span
         if span is None:
             return
         self._chat_span = None
-        _set_error(span, exc)
+        _set_error(span, exc, self._shown(exc))
         span.end()
 
     def _end_chat(self, run: Run, *, delivered: bool) -> None:
@@ -390,9 +403,13 @@ class SpanTracer(RunTracer):
         delivered = {r["tool_call_id"]: r for r in step.tool_results} if step is not None else {}
         for cid, (span, _) in self._tools.items():
             outcome = outcomes.get(cid)
-            if outcome is not None and not outcome[0]:
-                _set_error(span, outcome[1], message=self._capture)
             got = delivered.get(cid)
+            if outcome is not None and not outcome[0]:
+                # The error as its tool-error chunk was delivered (after the guards), not the
+                # exception the tool raised.
+                shown = got["result"] if got is not None and got["is_error"] else None
+                _set_error(span, outcome[1], to_json(shown) if self._capture and
+                           shown is not None else None)
             if got is not None and self._capture and span.is_recording():
                 span.set_attribute("gen_ai.tool.call.result", to_json(got["result"]))
             span.end()
@@ -449,7 +466,7 @@ class SpanTracer(RunTracer):
             attrs["streamkit.tripwire.reason"] = rec.detail
         span = self._tracer.start_span(f"{rec.hook} {rec.processor_id}", context=ctx,
                                        kind=_INTERNAL, attributes=attrs, start_time=start)
-        if rec.outcome == "error":
+        if rec.outcome == "error":  # its text may quote content: none here (module docstring)
             span.set_attribute("error.type", "ProcessorError")
-            span.set_status(Status(StatusCode.ERROR, rec.detail))
+            span.set_status(Status(StatusCode.ERROR))
         span.end(end_time=end)
