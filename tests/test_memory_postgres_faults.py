@@ -31,6 +31,8 @@ from streamkit.memory._store import Thread
 from streamkit.messages import Message
 
 T, U = "thread-1", "user-1"
+#: The code after the length in a PostgreSQL CancelRequest.
+CANCEL_REQUEST = (80877102).to_bytes(4, "big")
 _NOW = datetime.now(UTC)
 #: The store's ``timeout`` in these tests, and the bound a call must return within (pytest
 #: level: far above the timeout, far below the 40 s the issue saw).
@@ -42,6 +44,7 @@ class _Proxy:
 
     ``freeze()`` stops forwarding in both directions (bytes read are held, new connections are
     accepted but not connected onwards) without closing anything; ``thaw()`` forwards again.
+    ``freeze_on(b"COMMIT")`` freezes when those bytes next come from the client, holding them.
     """
 
     def __init__(self, host: str, port: int) -> None:
@@ -52,6 +55,8 @@ class _Proxy:
         self.thread.start()
         self.running = asyncio.Event()
         self.writers: list[asyncio.StreamWriter] = []
+        self.trigger: bytes | None = None
+        self.openings: list[bytes] = []  # the first bytes of every client connection
         self.server = self._call(self._start())
         self.port: int = self.server.sockets[0].getsockname()[1]
 
@@ -65,6 +70,8 @@ class _Proxy:
     async def _serve(self, client_r: asyncio.StreamReader,
                      client_w: asyncio.StreamWriter) -> None:
         self.writers.append(client_w)
+        first = await client_r.read(65536)  # what the client opens with (even when frozen)
+        self.openings.append(first)
         await self.running.wait()
         try:
             server_r, server_w = await asyncio.open_connection(*self.upstream)
@@ -72,11 +79,17 @@ class _Proxy:
             client_w.close()
             return
         self.writers.append(server_w)
-        await asyncio.gather(self._pump(client_r, server_w), self._pump(server_r, client_w))
+        server_w.write(first)
+        await asyncio.gather(self._pump(client_r, server_w, True),
+                             self._pump(server_r, client_w, False))
 
-    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                    from_client: bool) -> None:
         try:
             while data := await reader.read(65536):
+                if from_client and self.trigger is not None and self.trigger in data:
+                    self.trigger = None
+                    self.running.clear()
                 await self.running.wait()  # frozen: hold the bytes, keep the socket open
                 writer.write(data)
                 await writer.drain()
@@ -84,6 +97,12 @@ class _Proxy:
             pass
         finally:
             writer.close()
+
+    async def _arm(self, trigger: bytes) -> None:
+        self.trigger = trigger
+
+    def freeze_on(self, trigger: bytes) -> None:
+        self._call(self._arm(trigger))
 
     async def _set(self, running: bool) -> None:
         if running:
@@ -121,9 +140,10 @@ def proxy(pg_dsn: str) -> Iterator[_Proxy]:
 
 
 def _via(pg_dsn: str, proxy: _Proxy) -> str:
-    """``pg_dsn`` pointed at the proxy."""
+    """``pg_dsn`` pointed at the proxy, without TLS (so the proxy sees what each connection
+    opens with: a startup message or a cancel request)."""
     info = psycopg.conninfo.conninfo_to_dict(pg_dsn)
-    info.update(host="127.0.0.1", port=str(proxy.port))
+    info.update(host="127.0.0.1", port=str(proxy.port), sslmode="disable")
     return psycopg.conninfo.make_conninfo("", **info)
 
 
@@ -184,11 +204,29 @@ class TestAServerThatStopsAnswering:
             proxy.thaw()
             await bounded(store.close())
 
-    async def test_a_caller_cancelling_a_frozen_call_does_not_wait_past_timeout(
+    async def test_a_connection_lost_while_committing_says_the_turn_may_have_been_stored(
+            self, pg_dsn: str, pg_schema: str, proxy: _Proxy) -> None:
+        store = PostgresStore(_via(pg_dsn, proxy), schema=pg_schema, timeout=TIMEOUT,
+                              max_size=1)
+        try:
+            await bounded(store.get_thread(T))
+            proxy.freeze_on(b"COMMIT")
+            with pytest.raises(MemoryStoreError, match="may or may not have stored"):
+                await bounded(store.save_messages(T, U, [Message.user("a", id="m-1"),
+                                                         Message.user("b", id="m-2")]))
+            proxy.thaw()  # the held COMMIT reaches the server now, or the cut got there first
+            stored = [m.id for m in await bounded(store.get_messages(T))]
+            assert stored in ([], ["m-1", "m-2"])  # whole or not at all, never half
+        finally:
+            proxy.thaw()
+            await bounded(store.close())
+
+    async def test_a_caller_cancelling_a_frozen_call_cuts_its_connection_at_once(
             self, pg_dsn: str, pg_schema: str, proxy: _Proxy) -> None:
         # A run cancelled while its turn is being saved (a client gone, a hook timeout):
-        # psycopg's own answer to a cancel is to ask the server to cancel, which a frozen
-        # server never does.
+        # psycopg's own answer to a cancel is to ask the server to cancel (a CancelRequest on
+        # a new connection) and wait for it, which a frozen server never answers; the store
+        # cuts the connection instead, and nothing of the turn is stored.
         store = PostgresStore(_via(pg_dsn, proxy), schema=pg_schema, timeout=TIMEOUT,
                               max_size=1)
         try:
@@ -199,6 +237,8 @@ class TestAServerThatStopsAnswering:
             task.cancel()
             done, _ = await asyncio.wait({task}, timeout=BOUND)
             assert done, "the cancelled call did not end"
+            assert task.cancelled()
+            assert not [o for o in proxy.openings if o[4:8] == CANCEL_REQUEST]
             proxy.thaw()
             assert await bounded(store.get_messages(T)) == []
         finally:
@@ -227,8 +267,9 @@ class TestRowLocks:
 class TestConnectionsKilledWhileIdle:
     async def test_every_turn_after_the_server_killed_the_pool_succeeds(
             self, pg_dsn: str, pg_schema: str) -> None:
-        store = PostgresStore(pg_dsn, schema=pg_schema, timeout=TIMEOUT, min_size=4,
-                              max_size=4)
+        name = f"{pg_schema}-idle"  # to find the store's connections, and only them
+        store = PostgresStore(f"{pg_dsn}?application_name={name}", schema=pg_schema,
+                              timeout=TIMEOUT, min_size=4, max_size=4)
         try:
             await bounded(store.save_messages(T, U, [Message.user("q0", id="q0")]))
             # all four connections made and idle in the pool
@@ -237,7 +278,7 @@ class TestConnectionsKilledWhileIdle:
                 killed = admin.execute(
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                     "WHERE application_name = %s AND pid <> pg_backend_pid()",
-                    (store.application_name,)).fetchall()
+                    (name,)).fetchall()
             assert len(killed) == 4 and all(ok for (ok,) in killed)
             for n in range(1, 7):  # alternate writes and reads, one at a time
                 await bounded(store.save_messages(T, U, [Message.user(f"q{n}", id=f"q{n}")]))
@@ -246,6 +287,17 @@ class TestConnectionsKilledWhileIdle:
                 f"q{n}" for n in range(7)]
         finally:
             await bounded(store.close())
+
+
+    async def test_the_store_names_its_connections(self, store: PostgresStore, pg_dsn: str,
+                                                   pg_schema: str) -> None:
+        await bounded(store.get_thread(T))
+        assert store.application_name == f"streamkit:{pg_schema}"
+        with raw(pg_dsn) as admin:
+            [(count,)] = admin.execute("SELECT count(*) FROM pg_stat_activity "
+                                       "WHERE application_name = %s",
+                                       (store.application_name,)).fetchall()
+        assert count == 1  # min_size
 
 
 def _message_with(field: str, value: str) -> tuple[str, str, Message]:

@@ -119,13 +119,11 @@ class Call:
     @contextmanager
     def guard(self, conn: psycopg.AsyncConnection[Any]) -> Iterator[None]:
         """Cut ``conn`` if the budget runs out while the block runs."""
-        self.conn = conn
         timer = self._loop.call_at(self.at, self._expire)
         try:
             yield
         finally:
             timer.cancel()
-            self.conn = None
 
     def _expire(self) -> None:
         self.expired = True
@@ -134,7 +132,9 @@ class Call:
 
     def abandon(self) -> bool:
         """Cut the connection in use now; ``False`` when none is held (the call is waiting for
-        the pool, which a plain cancel ends cleanly)."""
+        the pool, which a plain cancel ends cleanly). A connection is held from ``getconn`` to
+        the end of ``putconn``, so a cancel never lands inside the pool's bookkeeping (a cut
+        connection that went back idle is found closed by the next ``BEGIN``)."""
         self.abandoned = True
         if self.conn is None:
             return False
@@ -160,7 +160,7 @@ async def transact(pool: AsyncConnectionPool, call: Call,
         if call.left() <= 0:
             call.expired = True
             raise TimeoutError("the call's time ran out")
-        conn = await pool.getconn(timeout=call.left())
+        conn = call.conn = await pool.getconn(timeout=call.left())
         try:
             with call.guard(conn):
                 left_ms = call.left() * 1000
@@ -192,4 +192,5 @@ async def transact(pool: AsyncConnectionPool, call: Call,
             if not conn.closed and conn.info.transaction_status != _IDLE:
                 await conn.close()  # never back into the pool mid-transaction
             await pool.putconn(conn)  # a closed connection is dropped, a new one opened
+            call.conn = None
     raise AssertionError("unreachable: the last attempt returns or raises")

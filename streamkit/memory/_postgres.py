@@ -366,10 +366,15 @@ class PostgresStore:
             detail += (f" (past statement_timeout, which this store sets from {budget}; "
                        f"nothing of this call was committed)")
         elif sqlstate is None:
-            if call.expired or isinstance(exc, self._db.PoolTimeout):
-                detail = (f"PostgreSQL did not answer within {budget} ({detail}); connecting, "
-                          f"waiting for a pooled connection and every statement of a call share "
-                          f"that time, and the connection in use was closed")
+            shared = ("connecting, waiting for a pooled connection and every statement of a "
+                      "call share that time")
+            if isinstance(exc, self._db.PoolTimeout):
+                detail = (f"no connection to PostgreSQL within {budget}: the server could not "
+                          f"be reached or did not answer, or all {self._sizes[1]} pooled "
+                          f"connections stayed busy ({shared})")
+            elif call.expired:  # psycopg's "server closed the connection" was our cut
+                detail = (f"PostgreSQL did not answer within {budget}, so the connection was "
+                          f"closed ({shared})")
             else:
                 detail += " (the connection to PostgreSQL was lost or could not be made)"
             detail += ("; it was lost while committing, so PostgreSQL may or may not have "
