@@ -1,7 +1,8 @@
 """``PostgresStore``: the ``MessageStore`` on PostgreSQL (psycopg 3, async, a psycopg_pool pool).
 
-What belongs here: the PostgreSQL schema, its SQL, the pool, and the mapping of every psycopg
-error to ``MemoryStoreError``. What does not: which messages are worth storing
+What belongs here: the PostgreSQL schema, its SQL, the pool, the text PostgreSQL cannot hold,
+and the mapping of every psycopg error to ``MemoryStoreError``. What does not: how one call is
+kept within its time and off a dead connection (``_pg_call``), which messages are worth storing
 (``streamkit.memory._memory``), the protocol (``_store``), SQLite (``_sqlite``).
 
 The rules are ``SQLiteStore``'s (the contract in ``_store``); how they are kept here:
@@ -30,7 +31,10 @@ The rules are ``SQLiteStore``'s (the contract in ``_store``); how they are kept 
 Bounded time: ``timeout`` (default 10 s) bounds a whole call — opening the pool, waiting for a
 pooled connection, every statement — on the client side (a hung server never says so) and, set
 from it per transaction, on the server side (``lock_timeout``, ``statement_timeout``); a
-connection found dead at ``BEGIN`` is swapped for another. How, and why: ``_pg_call``.
+connection found dead at ``BEGIN`` is swapped for another. How, and why: ``_pg_call``. New
+connections get libpq's ``connect_timeout`` (``timeout`` rounded up, at least 2 s) and
+``application_name`` ``streamkit:<schema>`` (what ``pg_stat_activity`` shows), unless the DSN
+sets them.
 
 Decisions:
 
@@ -41,7 +45,8 @@ Decisions:
   and reads back as written.
 * **System schemas** (``information_schema``, ``pg_catalog``, ``pg_toast``, anything starting
   ``pg_``, in any case) are refused at construction: PostgreSQL reserves them, and tables of ours
-  among its catalogs would be one ``DROP`` away from a broken database.
+  among its catalogs would be one ``DROP`` away from a broken database. So is a DSN libpq
+  cannot parse (it used to fail at the first call, as a lost connection).
 
 Example:
     >>> store = PostgresStore("postgresql://app@db/app", schema="support_bot")
@@ -130,14 +135,14 @@ def _driver() -> _Driver:
     try:
         import psycopg
         from psycopg import sql
-        from psycopg.conninfo import conninfo_to_dict
         from psycopg.types.json import Json
         from psycopg_pool import AsyncConnectionPool, PoolTimeout
     except ImportError as exc:
         raise StreamkitError(f"PostgresStore needs psycopg 3 and psycopg_pool: pip install "
                              f"'streamkit[postgres]' ({exc})") from exc
     return _Driver(psycopg.Error, PoolTimeout, sql.SQL,
-                   sql.Identifier, Json, AsyncConnectionPool, conninfo_to_dict)
+                   sql.Identifier, Json, AsyncConnectionPool,
+                   psycopg.conninfo.conninfo_to_dict)  # psycopg imports its conninfo
 
 
 def _utc(value: datetime) -> datetime:
