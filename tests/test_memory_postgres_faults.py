@@ -279,7 +279,14 @@ class TestConnectionsKilledWhileIdle:
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                     "WHERE application_name = %s AND pid <> pg_backend_pid()",
                     (name,)).fetchall()
-            assert len(killed) == 4 and all(ok for (ok,) in killed)
+                assert len(killed) == 4 and all(ok for (ok,) in killed)
+                for _ in range(1000):  # bounded: the backends exit within moments
+                    if not admin.execute("SELECT 1 FROM pg_stat_activity WHERE "
+                                         "application_name = %s", (name,)).fetchone():
+                        break
+                    await asyncio.sleep(0.01)
+                else:
+                    pytest.fail("the terminated backends did not exit")
             for n in range(1, 7):  # alternate writes and reads, one at a time
                 await bounded(store.save_messages(T, U, [Message.user(f"q{n}", id=f"q{n}")]))
                 assert (await bounded(store.get_thread(T))).resource_id == U
