@@ -1,0 +1,196 @@
+"""One ``PostgresStore`` call within its time budget: the budget, how a connection is cut, and
+the transaction around the work.
+
+What belongs here: bounding the time of a call on a psycopg pool, and keeping a connection that
+was cut or left mid-protocol out of the pool. What does not: the SQL, the schema and the mapping
+of errors to ``MemoryStoreError`` (``_postgres``).
+
+``timeout`` (the store's, default 10 s) is the budget of a whole call: opening the pool, waiting
+for a pooled connection and every statement share it (``Call``).
+
+* **Client side**, because a server that stops answering (hung, or a silent network partition)
+  never says so, and PostgreSQL's own timeouts cannot speak for it: when the budget runs out,
+  the socket of the connection in use is shut down under psycopg (``shutdown``). Whatever
+  psycopg was waiting for ends at once with a lost connection; the connection is closed, never
+  returned to the pool, and the server rolls the transaction back. A caller that cancels a call
+  (a client gone, a hook timeout) cuts its connection the same way, at once
+  (``Call.abandon``): psycopg's own answer to a cancellation — ask the server to cancel, then
+  wait for it — is what a hung server never answers.
+* **Server side**, so that a transaction the client gave up on does not keep its locks: every
+  transaction starts with ``SET LOCAL`` ``lock_timeout``, ``statement_timeout`` and
+  ``idle_in_transaction_session_timeout``: 80% of what is left of the budget for the lock wait,
+  90% for the others, so a row lock held by a stalled session ends the save with PostgreSQL's
+  clean ``55P03`` (the connection stays usable; the lock wait, not the statement, is named) before
+  the client would have to cut it. They go with ``BEGIN`` in one
+  simple-protocol round trip: a call costs the round trips it did before.
+* Waiting for a pooled connection is psycopg_pool's ``getconn(timeout=)`` with what is left;
+  new connections get libpq's ``connect_timeout`` (set by the store).
+
+Decisions:
+
+* **Dead pooled connections** (the server restarted, ``pg_terminate_backend``, a proxy's idle
+  timeout): the ``BEGIN`` of each transaction is the health check. When it finds the connection
+  closed, nothing of the call has reached the server, so the call moves to another connection —
+  reads and writes alike — up to ``max_size`` more times, within its budget. No extra round trip
+  per call, unlike psycopg_pool's ``check=``, whose probe would also run where the budget cannot
+  cut it (inside ``getconn``). A connection lost *during* ``COMMIT`` is not retried (the store's
+  error says the call may or may not have been stored).
+* A connection goes back to the pool only idle; closed, mid-transaction or mid-statement it is
+  closed first, which makes the pool drop it and open a new one.
+
+Example:
+    >>> call = Call(timeout=5.0)
+    >>> rows = await transact(pool, call, read_rows, 4, psycopg.Error)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg_pool import AsyncConnectionPool
+
+__all__ = ["Call", "transact", "shutdown", "retrieve"]
+
+#: The shares of a call's remaining budget given to PostgreSQL's own timeouts: the server ends
+#: a lock wait, then a statement (cleanly, the connection stays usable) before the client cuts.
+LOCK_SHARE, STATEMENT_SHARE = 0.8, 0.9
+_IDLE = 0  # psycopg.pq.TransactionStatus.IDLE (psycopg is imported only when a store is made)
+_T = TypeVar("_T")
+
+
+def shutdown(conn: psycopg.AsyncConnection[Any]) -> None:
+    """Shut the connection's socket down under psycopg: whatever it waits for (an answer, room
+    to send) ends now with a lost connection, and the connection is broken for good.
+
+    ``shutdown`` acts on the socket, not the descriptor, so doing it on a duplicate leaves
+    psycopg's descriptor (and the event loop's watch on it) valid until psycopg closes it.
+
+    Example:
+        >>> shutdown(conn)  # conn.execute(...) waiting elsewhere raises OperationalError
+    """
+    try:
+        fd = conn.pgconn.socket
+        with socket.socket(fileno=os.dup(fd)) as sock:
+            sock.shutdown(socket.SHUT_RDWR)
+    except Exception:  # already closed: then it is cut anyway
+        pass
+
+
+def retrieve(task: asyncio.Future[Any]) -> None:
+    """Mark a finished task's outcome as seen: its caller was cancelled and has gone."""
+    if not task.cancelled():
+        task.exception()
+
+
+class Call:
+    """One store call's time budget: opening the pool, waiting for a connection and every
+    statement end by ``at`` (event-loop time).
+
+    ``guard(conn)`` arms a timer that cuts ``conn`` when the budget runs out; ``abandon()``
+    cuts it now (the caller was cancelled; the call must not go on, not even on another
+    connection). ``expired`` says the budget ran out (the lost connection is the timeout's
+    doing), ``abandoned`` that the caller is gone, ``committing`` that ``COMMIT`` was sent.
+
+    Example:
+        >>> call = Call(timeout=5.0)
+        >>> with call.guard(conn):
+        ...     await conn.execute("SELECT 1")  # cut, and raising, 5 s after Call() at most
+    """
+
+    __slots__ = ("at", "expired", "abandoned", "committing", "conn", "_loop")
+
+    def __init__(self, timeout: float) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.at = self._loop.time() + timeout
+        self.expired = self.abandoned = self.committing = False
+        self.conn: psycopg.AsyncConnection[Any] | None = None
+
+    def left(self) -> float:
+        """Seconds of the budget left (0 when spent)."""
+        return max(0.0, self.at - self._loop.time())
+
+    @contextmanager
+    def guard(self, conn: psycopg.AsyncConnection[Any]) -> Iterator[None]:
+        """Cut ``conn`` if the budget runs out while the block runs."""
+        timer = self._loop.call_at(self.at, self._expire)
+        try:
+            yield
+        finally:
+            timer.cancel()
+
+    def _expire(self) -> None:
+        self.expired = True
+        if self.conn is not None:
+            shutdown(self.conn)
+
+    def abandon(self) -> bool:
+        """Cut the connection in use now; ``False`` when none is held (the call is waiting for
+        the pool, which a plain cancel ends cleanly). A connection is held from ``getconn`` to
+        the end of ``putconn``, so a cancel never lands inside the pool's bookkeeping (a cut
+        connection that went back idle is found closed by the next ``BEGIN``)."""
+        self.abandoned = True
+        if self.conn is None:
+            return False
+        shutdown(self.conn)
+        return True
+
+
+async def transact(pool: AsyncConnectionPool, call: Call,
+                   fn: Callable[[psycopg.AsyncConnection[Any]], Awaitable[_T]], retries: int,
+                   error: type[Exception]) -> _T:
+    """``fn(connection)`` between ``BEGIN`` (with the server-side timeouts) and ``COMMIT`` on a
+    connection of ``pool``, all within ``call``'s budget.
+
+    A connection found closed at ``BEGIN`` is swapped for another, ``retries`` times at most.
+    ``error`` is psycopg's base error (psycopg is imported only when a store is made).
+
+    Raises:
+        TimeoutError: the budget was spent before a connection was taken.
+        psycopg.Error: from the pool (``PoolTimeout``) or the connection; ``call.expired``
+            says whether the budget ran out.
+    """
+    for attempt in range(retries + 1):
+        if call.left() <= 0:
+            call.expired = True
+            raise TimeoutError("the call's time ran out")
+        conn = call.conn = await pool.getconn(timeout=call.left())
+        try:
+            with call.guard(conn):
+                left_ms = call.left() * 1000
+                lock, statement = (max(1, int(left_ms * share))
+                                   for share in (LOCK_SHARE, STATEMENT_SHARE))
+                try:
+                    await conn.execute(
+                        f"BEGIN; SET LOCAL lock_timeout = {lock}; "
+                        f"SET LOCAL statement_timeout = {statement}; "
+                        f"SET LOCAL idle_in_transaction_session_timeout = {statement}")
+                except error:
+                    if conn.closed and attempt < retries and not (call.expired
+                                                                  or call.abandoned):
+                        continue  # closed while idle in the pool: nothing reached the server
+                    raise
+                try:
+                    result = await fn(conn)
+                    call.committing = True
+                    await conn.execute("COMMIT")
+                    return result
+                except Exception:
+                    if not conn.closed and not call.committing:
+                        try:
+                            await conn.execute("ROLLBACK")
+                        except error:  # the first error says more
+                            pass
+                    raise
+        finally:
+            if not conn.closed and conn.info.transaction_status != _IDLE:
+                await conn.close()  # never back into the pool mid-transaction
+            await pool.putconn(conn)  # a closed connection is dropped, a new one opened
+            call.conn = None
+    raise AssertionError("unreachable: the last attempt returns or raises")
