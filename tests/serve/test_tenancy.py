@@ -14,6 +14,10 @@ PostgreSQL.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -34,8 +38,9 @@ from streamkit.testing import FunctionModel, text
 from streamkit_operators import ResponseCache
 from streamkit_operators._response_cache import CONTEXT_KEY
 
-from ..conftest import as_mode
+from ..conftest import REPO, as_mode
 from ._server import ServerThread, running
+from .test_app import WAIT, _start, _stop
 
 DENIED = {"error": "Access denied: thread belongs to a different resource"}
 SECRET = "my card PIN is 4711"
@@ -528,3 +533,47 @@ async def test_a_thread_taken_since_the_check_is_still_403_without_the_owner(
     assert answer.status_code == 403 and answer.json() == DENIED
     assert recorder.calls == 0
     assert created.status_code == 409 and OWNER not in created.text
+
+
+# --------------------------------------------------------------------------------------------
+# The command line: --resource-header
+# --------------------------------------------------------------------------------------------
+
+
+def _get(url: str, **kwargs: Any) -> httpx.Response:
+    """GET, retrying refused connects for a bounded time (``serve --port 0`` may print its port
+    a moment before it listens: issue 26 point 12, fixed elsewhere)."""
+    for _ in range(100):
+        try:
+            return httpx.get(url, timeout=WAIT, **kwargs)
+        except httpx.ConnectError:
+            threading.Event().wait(0.05)
+    raise AssertionError(f"nothing listens at {url}")
+
+
+def test_serve_resource_header_lets_the_proxy_decide_the_resource(tmp_path: Path) -> None:
+    proc, url = _start(["--demo", "--memory", str(tmp_path / "demo.sqlite3"),
+                        "--resource-header", "X-User"], tmp_path)
+    try:
+        assert _get(f"{url}/api/agents").status_code == 200
+        with httpx.Client(base_url=url, timeout=WAIT) as client:
+            turn = client.post("/api/agents/support/generate", headers={"x-user": "ada"},
+                               json={"messages": "My name is Ada", "threadId": "cli-t"})
+            mine = client.get("/api/memory/threads/cli-t/messages", headers={"x-user": "ada"})
+            theirs = client.get("/api/memory/threads/cli-t/messages",
+                                headers={"x-user": "eve"})
+            claimed = client.get("/api/memory/threads/cli-t/messages",
+                                 params={"resourceId": "ada"})
+    finally:
+        _stop(proc)
+    assert turn.status_code == 200, turn.text
+    assert mine.status_code == 200 and len(mine.json()["messages"]) == 2
+    assert theirs.status_code == 403 and theirs.json() == DENIED
+    assert claimed.status_code == 403  # no header: no resource, and a claim is not enough
+
+
+def test_serve_refuses_a_resource_header_that_is_not_a_header_name(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "streamkit", "serve", "--demo",
+                           "--resource-header", "x user"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=WAIT, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 2 and "--resource-header must be an HTTP header name" in proc.stderr
