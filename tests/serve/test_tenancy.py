@@ -577,3 +577,25 @@ def test_serve_refuses_a_resource_header_that_is_not_a_header_name(tmp_path: Pat
                            "--resource-header", "x user"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=WAIT, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 2 and "--resource-header must be an HTTP header name" in proc.stderr
+
+
+@pytest.mark.parametrize("route", ["generate", "stream", "chat"])
+async def test_a_thread_taken_during_the_run_never_names_its_owner(
+        tmp_path: Path, route: str) -> None:
+    from ..test_memory_tenancy import OWNER as FIRST
+    from ..test_memory_tenancy import TakenBeforeSave
+
+    memory = Memory(TakenBeforeSave(SQLiteStore(str(tmp_path / "race.sqlite3"))))
+    async with running(create_app([agent_with(memory, Recorder())])) as url, \
+            httpx.AsyncClient(base_url=url) as client:
+        path, body = agent_call(route, "memory", INTRUDER)
+        answer = await client.post(path, json=body)
+    messages = await memory.get_messages(THREAD)
+    await memory.close()
+    assert FIRST not in answer.text
+    assert messages == []
+    if route == "generate":
+        assert answer.status_code == 403 and answer.json() == DENIED
+    else:  # the stream had started: an in-band error, then the end
+        assert answer.status_code == 200 and answer.text.endswith("data: [DONE]\n\n")
+        assert '"type":"error"' in answer.text and "another resource" in answer.text
