@@ -13,6 +13,7 @@ PostgreSQL.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -599,3 +600,53 @@ async def test_a_thread_taken_during_the_run_never_names_its_owner(
     else:  # the stream had started: an in-band error, then the end
         assert answer.status_code == 200 and answer.text.endswith("data: [DONE]\n\n")
         assert '"type":"error"' in answer.text and "another resource" in answer.text
+
+
+# A property over many pairs of resource ids (look-alikes included: case, spaces, unicode):
+# whatever the second one is, it reaches nothing of the first one's thread on any route.
+RESOURCE_IDS = st.one_of(
+    st.text(min_size=1, max_size=16).filter(lambda s: s.strip() != ""),
+    st.sampled_from(["alice", "Alice", "alice ", " alice", "alice\u200b", "al\u0131ce"]),
+)
+
+
+def _encodable(*values: str) -> bool:
+    try:
+        for value in values:
+            value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def test_no_other_resource_id_reaches_a_thread_on_any_route(tmp_path: Path) -> None:
+    memory = Memory(SQLiteStore(str(tmp_path / "property.sqlite3")))
+    recorder = Recorder()
+    app = create_app([agent_with(memory, recorder)])
+    with ServerThread(app) as url, httpx.Client(base_url=url, timeout=WAIT) as client:
+        counter = iter(range(1_000_000))
+
+        @settings(max_examples=40, deadline=None)
+        @given(owner=RESOURCE_IDS, other=RESOURCE_IDS,
+               route=st.sampled_from(["generate", "stream", "chat", "thread", "messages"]))
+        def check(owner: str, other: str, route: str) -> None:
+            if owner == other or not _encodable(owner, other):
+                return
+            thread = f"t{next(counter)}"
+            seeded = client.post("/api/agents/demo/generate", json={
+                "messages": SECRET, "memory": {"thread": thread, "resource": owner}})
+            assert seeded.status_code == 200, seeded.text
+            calls = recorder.calls
+            if route in ("thread", "messages"):
+                path = f"/api/memory/threads/{thread}" + ("/messages" if route == "messages"
+                                                          else "")
+                answer = client.get(path, params={"resourceId": other})
+            else:
+                path, body = agent_call(route, "memory", other)
+                body["memory"]["thread"] = thread
+                answer = client.post(path, json=body)
+            assert answer.status_code == 403 and answer.json() == DENIED, (owner, other)
+            assert recorder.calls == calls
+
+        check()
+    asyncio.run(memory.close())
