@@ -42,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
                        help="the demo agent's SQLite memory (default: %(default)s)")
     serve.add_argument("--heartbeat", type=float, default=15.0, metavar="SECONDS",
                        help="seconds of silence before a stream sends a heartbeat comment")
+    serve.add_argument("--resource-header", metavar="NAME",
+                       help="take each request's resource (whose threads it may use) from this "
+                            "header, as set by your authenticating proxy")
     replay_cli.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "replay":
@@ -73,7 +76,8 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     try:
         return serve(args.targets, demo=args.demo, host=args.host, port=args.port,
-                     memory_path=args.memory, heartbeat=args.heartbeat)
+                     memory_path=args.memory, heartbeat=args.heartbeat,
+                     resource_header=args.resource_header)
     except StreamkitError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

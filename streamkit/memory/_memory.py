@@ -199,7 +199,8 @@ class Memory:
 
         Raises:
             MemoryStoreError: the store failed (nothing of the turn was stored), or the
-                thread belongs to another resource.
+                thread belongs to another resource (``operation`` is ``"check the thread"``,
+                also when another resource created it since ``recall``).
 
         Example:
             >>> stored = await memory.remember("t1", "u1", message_list)
@@ -218,8 +219,28 @@ class Memory:
             owner = thread.resource_id if thread is not None else ""
         stored = storable_messages(views.input.db() + views.response.db(), thread_id, owner)
         if stored:
-            await self.store.save_messages(thread_id, resource_id, stored)
+            try:
+                await self.store.save_messages(thread_id, resource_id, stored)
+            except MemoryStoreError as exc:
+                await self._taken_since(thread_id, resource_id, exc)
+                raise
         return stored
+
+    async def _taken_since(self, thread_id: str, resource_id: str | None,
+                           exc: MemoryStoreError) -> None:
+        """Raise the ownership error when a failed save found the thread taken by another
+        resource since ``recall`` checked it (a concurrent first turn): the same error whatever
+        the store's words, and it does not name the owner."""
+        if resource_id is None:
+            return
+        try:
+            thread = await self.store.get_thread(thread_id)
+        except StreamkitError:
+            return  # the store is failing: its own error says more
+        if thread is not None and thread.resource_id != resource_id:
+            raise MemoryStoreError(
+                f"thread {thread_id!r} belongs to another resource, not {resource_id!r}",
+                thread_id=thread_id, operation="check the thread") from exc
 
     # ------------------------------------------------------------------ threads and resources
 

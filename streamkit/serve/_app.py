@@ -2,7 +2,8 @@
 
 What belongs here: assembling the app — the Mastra routes under ``/api`` (``_mastra``), the AI
 SDK chat route ``POST /chat/{agent_id}`` (framing ``_ui_stream``'s chunks), the chat page at
-``/`` — and checking what ``create_app`` is given. What does not: the command line (``_cli``).
+``/``, the server's tenancy hooks (``_tenancy``) — and checking what ``create_app`` is given.
+What does not: the command line (``_cli``).
 
 Decision: an unknown agent on the chat route is ``404 {"error": "Agent with id X not found"}``
 (Mastra's ``chatRoute`` answers ``500 Internal Server Error``); the AI SDK transport throws the
@@ -11,7 +12,7 @@ response text either way, and a 404 says what was wrong.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
 from importlib import resources
 
 import msgspec
@@ -29,6 +30,7 @@ from ..memory import Memory
 from ._mastra import MastraAPI, error_response
 from ._requests import parse_chat_call, read_json
 from ._sse import DONE, EventStream, SSEResponse
+from ._tenancy import ContextHook, ResourceHook, Tenancy
 from ._ui_stream import UI_MESSAGE_STREAM_HEADERS, UIMessageStream
 
 __all__ = ["create_app", "ui_frames", "chat_page"]
@@ -71,10 +73,11 @@ class _Chat:
     """``POST /chat/{agent_id}``: the AI SDK v5 UI message stream."""
 
     def __init__(self, agents: Mapping[str, Agent], *, heartbeat: float,
-                 queue_size: int) -> None:
+                 queue_size: int, tenancy: Tenancy) -> None:
         self.agents = agents
         self.heartbeat = heartbeat
         self.queue_size = queue_size
+        self.tenancy = tenancy
 
     async def handle(self, request: Request) -> Response:
         agent_id = request.path_params["agent_id"]
@@ -83,6 +86,9 @@ class _Chat:
             return JSONResponse({"error": f"Agent with id {agent_id} not found"}, 404)
         try:
             call = parse_chat_call(read_json(await request.body()))
+            refused = await self.tenancy.admit(request, agent, call, call.resource_field)
+            if refused is not None:
+                return refused
             stream = agent.stream(call.messages, **call.options)
             events = EventStream(ui_frames(stream), queue_size=self.queue_size)
             first = await events.first()
@@ -118,7 +124,10 @@ def _agents_by_id(agents: Agent | Iterable[Agent] | Mapping[str, Agent]) -> dict
 
 def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
                memory: Memory | None = None, heartbeat: float = 15.0,
-               queue_size: int = 32, allow_origins: Sequence[str] = ("*",)) -> Starlette:
+               queue_size: int = 32, allow_origins: Sequence[str] = ("*",),
+               resource: ResourceHook | None = None,
+               request_context: ContextHook | None = None,
+               client_context_keys: Collection[str] | None = None) -> Starlette:
     """An ASGI app serving ``agents`` to ``@mastra/client-js`` and the AI SDK's ``useChat``.
 
     Routes: ``GET /api/agents``, ``GET /api/agents/{id}``, ``POST /api/agents/{id}/generate``,
@@ -127,6 +136,15 @@ def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
     ``GET /api/memory/threads/{id}/messages``), ``POST /chat/{id}`` (the AI SDK v5 UI message
     stream) and ``GET /`` (a chat page). Processors run exactly as in-process: what the agent's
     processors let out is what goes on the wire and into memory.
+
+    The trust boundary (``docs/serving.md``, "Security"): what a client sends selects data only
+    within what the server decided. A ``threadId`` needs a resource (``400`` without one), and a
+    thread of another resource is ``403`` on every route, never read nor appended to. Without
+    ``resource=``, the ``resourceId`` a client sends is taken as its claim; with it, the server
+    decides (a different ``resourceId`` is ``403``, a missing one is filled in). The client's
+    ``requestContext`` may never set keys starting with ``streamkit__`` or ``mastra__`` (the
+    library's per-call options, such as ``ResponseCache``'s key and scope): ``400`` naming the
+    key.
 
     Args:
         agents: an ``Agent``, a list of agents, or a dict of them (their ids name the routes).
@@ -137,14 +155,27 @@ def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
         allow_origins: origins whose pages may call the app (CORS). Default ``("*")``, as
             Mastra's server answers (``access-control-allow-origin: *``), so a chat UI served
             from another origin (a dev server) can stream; ``()`` turns CORS off.
+        resource: ``fn(request) -> str | None``, sync or async, given the Starlette
+            ``Request``: the caller's resource as the server decides it (e.g. from a header
+            your auth proxy sets, or a verified token). ``None`` from it means "no resource"
+            (memory is refused); raise Starlette's ``HTTPException(401)`` to refuse a request.
+        request_context: ``fn(request) -> dict | None``, sync or async: trusted entries added
+            to every call's ``request_context``, over the client's; they may use the reserved
+            keys (e.g. ``ResponseCache.context(scope=tenant)``).
+        client_context_keys: the only ``requestContext`` keys a client may send (any other is
+            ``400``); default ``None``: any key that is not reserved.
 
     Raises:
-        UsageError: no agents, two agents with one id, something that is not an ``Agent``, or
-            a bad ``heartbeat``/``queue_size``.
+        UsageError: no agents, two agents with one id, something that is not an ``Agent``, a
+            bad ``heartbeat``/``queue_size``, a hook that is not callable, or a reserved key in
+            ``client_context_keys``.
 
     Example:
         >>> app = create_app([support_agent], memory=memory)
         >>> uvicorn.run(app, host="127.0.0.1", port=8000)   # or: python -m streamkit serve
+        >>> # Multi-tenant: the resource comes from the server, never from the body.
+        >>> app = create_app([support_agent], memory=memory,
+        ...                  resource=lambda request: request.headers.get("x-user-id"))
     """
     by_id = _agents_by_id(agents)
     if memory is not None and not isinstance(memory, Memory):
@@ -157,8 +188,11 @@ def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
     if isinstance(allow_origins, str) or not all(isinstance(o, str) for o in allow_origins):
         raise InvalidType(f"allow_origins must be a list of origin strings, got "
                           f"{allow_origins!r}")
-    api = MastraAPI(by_id, memory=memory, heartbeat=float(heartbeat), queue_size=queue_size)
-    chat = _Chat(by_id, heartbeat=float(heartbeat), queue_size=queue_size)
+    tenancy = Tenancy(resource=resource, request_context=request_context,
+                      client_context_keys=client_context_keys)
+    api = MastraAPI(by_id, memory=memory, heartbeat=float(heartbeat), queue_size=queue_size,
+                    tenancy=tenancy)
+    chat = _Chat(by_id, heartbeat=float(heartbeat), queue_size=queue_size, tenancy=tenancy)
     page = chat_page()
 
     async def index(request: Request) -> Response:

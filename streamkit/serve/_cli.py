@@ -8,18 +8,22 @@ app (``_app``); argument parsing lives in ``streamkit.__main__`` with the other 
 A TARGET names an ``Agent``, a list or tuple of agents, or a dict of them. ``--demo`` adds the
 demo support agent (id ``support``) with memory in SQLite (``--memory PATH``, default
 ``streamkit-demo.sqlite3`` in the working directory; ``:memory:`` keeps nothing).
+``--resource-header NAME`` takes each request's resource from that header (``docs/serving.md``,
+"Trust boundary").
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib
+import re
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 import uvicorn
+from starlette.requests import Request
 
 from .._demo import build_serve_agent
 from ..agent import Agent
@@ -28,6 +32,8 @@ from ..memory import Memory, SQLiteStore
 from ._app import create_app
 
 __all__ = ["load_target", "serve"]
+
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 
 def load_target(target: str) -> list[Agent]:
@@ -65,6 +71,18 @@ def load_target(target: str) -> list[Agent]:
     return items
 
 
+def _header_resource(name: str) -> Callable[[Request], str | None]:
+    """The ``resource=`` hook reading header ``name`` (absent or empty: no resource)."""
+    if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+        raise InvalidArgument(f"--resource-header must be an HTTP header name (letters, digits "
+                              f"and -), got {name!r}")
+
+    def resource(request: Request) -> str | None:
+        return request.headers.get(name) or None
+
+    return resource
+
+
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -79,15 +97,20 @@ def _bind(host: str, port: int) -> socket.socket:
 
 def serve(targets: Sequence[str], *, demo: bool = False, host: str = "127.0.0.1",
           port: int = 8000, memory_path: str = "streamkit-demo.sqlite3",
-          heartbeat: float = 15.0, out: TextIO = sys.stdout) -> int:
+          heartbeat: float = 15.0, out: TextIO = sys.stdout,
+          resource_header: str | None = None) -> int:
     """Serve the agents of ``targets`` (and the demo agent with ``demo``) until interrupted.
 
     Prints ``streamkit serve: http://HOST:PORT (agents: ...)`` once listening (the real port
-    when ``port`` is 0). Returns the exit status.
+    when ``port`` is 0). Returns the exit status. ``resource_header`` names the request header
+    that carries each request's resource (``create_app(resource=...)``): set it when a proxy
+    that authenticates callers sets that header, never when clients reach the server directly.
 
     Raises:
-        UsageError: no target and no ``demo``, a bad target, a port that cannot be bound.
+        UsageError: no target and no ``demo``, a bad target, a port that cannot be bound, a
+            ``resource_header`` that is not a header name.
     """
+    resource = None if resource_header is None else _header_resource(resource_header)
     agents = [agent for target in targets for agent in load_target(target)]
     memory: Memory | None = None
     if demo:
@@ -95,7 +118,7 @@ def serve(targets: Sequence[str], *, demo: bool = False, host: str = "127.0.0.1"
         agents.append(build_serve_agent(memory))
     if not agents:
         raise InvalidArgument("nothing to serve: give module:attribute targets or --demo")
-    app = create_app(agents, memory=memory, heartbeat=heartbeat)
+    app = create_app(agents, memory=memory, heartbeat=heartbeat, resource=resource)
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host

@@ -7,15 +7,23 @@ a chat client needs), the JSON shapes (agent, thread, message, ``generate`` outp
 JSON responses. What does not: the SSE machinery (``_sse``), the AI SDK route (``_app``).
 
 Errors before a stream starts are JSON (``404 {"error": "Agent with id X not found"}``, ``400
-{"error": "Invalid request body", "issues": [...]}``), never SSE: ``stream`` waits for the run's
-first chunk before it answers, so a thread owned by another resource (checked when the run
-starts) is still a ``400``. Errors during a stream are the run's in-band ``error`` chunk.
+{"error": "Invalid request body", "issues": [...]}``, ``403 {"error": "Access denied: thread
+belongs to a different resource"}``), never SSE: the routes check the caller's resource and the
+thread's owner before the run (``_tenancy``), and ``stream`` waits for the run's first chunk
+before it answers, so a thread taken by another resource since is still a ``403``. Errors during
+a stream are the run's in-band ``error`` chunk.
 
 Decisions where Mastra is silent or streamkit differs:
 
 * Memory routes use the memory of the agent named by ``agentId``; without ``agentId`` the app's
   ``memory`` (``create_app(memory=...)``), else the one memory all agents share. A thread that
   does not exist is ``404 {"error": "Thread X not found"}``.
+* Memory routes act for one resource: the server's (``create_app(resource=...)``) or the
+  ``resourceId`` the client names (query, or body for ``POST``). None at all is ``400`` before
+  anything is looked up (Mastra 1.69, recorded, answered a thread to anyone; newer Mastra
+  answers ``403``: the ``400`` says what is missing and tells nothing about the thread). Another
+  resource's thread is ``403``. ``POST /memory/threads`` with an id that exists is ``409
+  {"error": "Thread X already exists"}`` whoever owns it, so it never tells whose it is.
 * A client that leaves ends the run on ``generate`` too (answered ``499`` to nobody), as on
   ``stream`` (``_sse``): an abandoned turn is not stored.
 * ``rememberedMessages`` is what memory recalls for the turn, read before the run.
@@ -50,6 +58,7 @@ from ..messages import Message, format_timestamp, message_to_dict, to_core
 from ..wire import encode, to_builtins
 from ._requests import Call, issues_of, parse_agent_call, read_json
 from ._sse import CLOSE_TIMEOUT, DONE, SSE_HEADERS, EventStream, SSEResponse
+from ._tenancy import DENIED, Tenancy
 
 __all__ = ["MastraAPI", "agent_json", "thread_json", "message_json", "error_response",
            "mastra_frames", "sse_frame"]
@@ -112,7 +121,9 @@ def error_response(exc: BaseException) -> JSONResponse:
         return JSONResponse({"error": str(exc)}, 400)
     if isinstance(exc, MemoryStoreError) and getattr(exc, "operation", None) == \
             "check the thread":
-        return JSONResponse({"error": str(exc)}, 400)  # the client named a thread it may not use
+        # The client named a thread it may not use (the routes check before the run; this is a
+        # thread created by another resource since): Mastra's 403, the owner never named.
+        return JSONResponse({"error": DENIED}, 403)
     return JSONResponse({"error": str(exc) or type(exc).__name__}, 500)
 
 
@@ -241,14 +252,16 @@ class MastraAPI:
         memory: for memory routes that name no agent (``None``: the agents' shared memory).
         heartbeat: seconds of silence before a ``: heartbeat`` comment on a stream.
         queue_size: frames that may wait for a slow client before the run waits.
+        tenancy: who a request may act as (``_tenancy``); default: no server-side hooks.
     """
 
     def __init__(self, agents: Mapping[str, Agent], *, memory: Memory | None,
-                 heartbeat: float, queue_size: int) -> None:
+                 heartbeat: float, queue_size: int, tenancy: Tenancy | None = None) -> None:
         self.agents = dict(agents)
         self.memory = memory
         self.heartbeat = heartbeat
         self.queue_size = queue_size
+        self.tenancy = Tenancy() if tenancy is None else tenancy
 
     def routes(self) -> list[Route]:
         return [
@@ -278,9 +291,11 @@ class MastraAPI:
         if agent is None:
             return _not_found(agent_id)
         try:
-            return agent, parse_agent_call(read_json(await request.body()))
-        except (UsageError, MessageError) as exc:
+            call = parse_agent_call(read_json(await request.body()))
+            refused = await self.tenancy.admit(request, agent, call, call.resource_field)
+        except StreamkitError as exc:
             return error_response(exc)
+        return (agent, call) if refused is None else refused
 
     async def generate(self, request: Request) -> Response:
         called = await self._call(request)
@@ -336,13 +351,44 @@ class MastraAPI:
             return next(iter(shared.values()))
         return JSONResponse({"error": "Pass agentId: the agents do not share one memory"}, 400)
 
+    async def _resource(self, request: Request, claimed: Any) -> str | Response:
+        """The resource a memory route acts for: the server's (``resource=`` hook) or the one
+        the client names; ``400`` when there is none (before anything is looked up)."""
+        resource = await self.tenancy.resource_of(
+            request, claimed if isinstance(claimed, str) and claimed else None)
+        if resource is None:
+            return JSONResponse({"error": "resourceId is required: pass ?resourceId=<the "
+                                          "thread's resource> (or configure the server's "
+                                          "resource hook)"}, 400)
+        return resource
+
+    async def _owned_thread(self, request: Request) -> tuple[Memory, Thread] | Response:
+        """The memory and the thread of the path, after checking the caller's resource owns it
+        (``403`` without naming the owner, ``404`` when there is no such thread)."""
+        memory = self._memory(request)
+        if isinstance(memory, Response):
+            return memory
+        resource = await self._resource(request, request.query_params.get("resourceId"))
+        if isinstance(resource, Response):
+            return resource
+        thread_id = request.path_params["thread_id"]
+        try:
+            thread = await memory.get_thread(thread_id)
+        except StreamkitError as exc:
+            return error_response(exc)
+        if thread is None:
+            return JSONResponse({"error": f"Thread {thread_id} not found"}, 404)
+        if thread.resource_id != resource:
+            return JSONResponse({"error": DENIED}, 403)
+        return memory, thread
+
     async def list_threads(self, request: Request) -> Response:
         memory = self._memory(request)
         if isinstance(memory, Response):
             return memory
-        resource_id = request.query_params.get("resourceId")
-        if not resource_id:
-            return JSONResponse({"error": "resourceId is required"}, 400)
+        resource_id = await self._resource(request, request.query_params.get("resourceId"))
+        if isinstance(resource_id, Response):
+            return resource_id
         try:
             page, per_page = _paging(request, default_per_page=100)
             threads = await memory.list_threads(resource_id)
@@ -354,28 +400,19 @@ class MastraAPI:
                              "hasMore": (page + 1) * per_page < len(threads)})
 
     async def get_thread(self, request: Request) -> Response:
-        memory = self._memory(request)
-        if isinstance(memory, Response):
-            return memory
-        thread_id = request.path_params["thread_id"]
-        try:
-            thread = await memory.get_thread(thread_id)
-        except StreamkitError as exc:
-            return error_response(exc)
-        if thread is None:
-            return JSONResponse({"error": f"Thread {thread_id} not found"}, 404)
-        return JSONResponse(thread_json(thread))
+        owned = await self._owned_thread(request)
+        if isinstance(owned, Response):
+            return owned
+        return JSONResponse(thread_json(owned[1]))
 
     async def list_messages(self, request: Request) -> Response:
-        memory = self._memory(request)
-        if isinstance(memory, Response):
-            return memory
-        thread_id = request.path_params["thread_id"]
+        owned = await self._owned_thread(request)
+        if isinstance(owned, Response):
+            return owned
+        memory, thread = owned
         try:
             page, per_page = _paging(request, default_per_page=40)
-            if await memory.get_thread(thread_id) is None:
-                return JSONResponse({"error": f"Thread {thread_id} not found"}, 404)
-            messages = await memory.get_messages(thread_id)
+            messages = await memory.get_messages(thread.id)
         except StreamkitError as exc:
             return error_response(exc)
         chosen = messages[page * per_page:(page + 1) * per_page]
@@ -388,22 +425,43 @@ class MastraAPI:
         memory = self._memory(request)
         if isinstance(memory, Response):
             return memory
+        thread_id: str | None = None
         try:
             body = read_json(await request.body())
-            resource_id = body.get("resourceId") or body.get("resourceid")
-            if not isinstance(resource_id, str) or not resource_id:
+            claimed = body.get("resourceId") or body.get("resourceid")
+            resource_id = await self.tenancy.resource_of(
+                request, claimed if isinstance(claimed, str) and claimed else None)
+            if isinstance(resource_id, Response):
+                return resource_id
+            if resource_id is None:
                 return JSONResponse({"error": "Invalid request body", "issues": [
                     {"field": "resourceId", "message": "Invalid input"}]}, 400)
-            thread_id = body.get("threadId")
+            given = body.get("threadId")
+            thread_id = given if isinstance(given, str) and given else None
+            if thread_id is not None and await memory.get_thread(thread_id) is not None:
+                return _exists(thread_id)
             title = body.get("title")
             metadata = body.get("metadata")
             thread = await memory.create_thread(
-                thread_id if isinstance(thread_id, str) and thread_id else None,
-                resource_id=resource_id, title=title if isinstance(title, str) else None,
+                thread_id, resource_id=resource_id,
+                title=title if isinstance(title, str) else None,
                 metadata=metadata if isinstance(metadata, dict) else None)
         except StreamkitError as exc:
+            if isinstance(exc, MemoryStoreError) and thread_id is not None:
+                # Created by another request since the check: the same answer, and the
+                # store's message (which names the owner) stays here.
+                try:
+                    if await memory.get_thread(thread_id) is not None:
+                        return _exists(thread_id)
+                except StreamkitError:
+                    pass
             return error_response(exc)
         return JSONResponse(thread_json(thread))
+
+
+def _exists(thread_id: str) -> JSONResponse:
+    """``409`` for a thread id already taken, whoever owns it (the owner is never named)."""
+    return JSONResponse({"error": f"Thread {thread_id} already exists"}, 409)
 
 
 def _paging(request: Request, *, default_per_page: int) -> tuple[int, int]:

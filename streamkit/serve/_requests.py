@@ -10,8 +10,9 @@ body field, so the route answers Mastra's ``400 {"error": "Invalid request body"
 [{"field", "message"}]}`` before any stream starts.
 
 Mastra body → ``Agent.stream`` options (``serving.md`` §1): ``messages`` (a string, a message or a
-list; required), ``memory: {thread, resource}`` (``thread`` may be ``{id}``; ``resource`` is
-required with it; top-level ``threadId``/``resourceId`` are read too), ``requestContext`` (an
+list; required), ``memory: {thread, resource}`` (``thread`` may be ``{id}``; a thread needs a
+resource, which the server may decide instead — checked in ``_tenancy``; top-level
+``threadId``/``resourceId`` are read too), ``requestContext`` (an
 object), ``maxSteps``, ``toolChoice``, ``activeTools``, ``modelSettings``, ``providerOptions``,
 ``structuredOutput.schema``. Decision: the other keys Mastra documents (``runId``,
 ``instructions``, ``system``, ``context``, ``clientTools``, ``savePerStep``, ``tracingOptions``,
@@ -59,6 +60,9 @@ class Call:
 
     messages: list[Message]
     options: dict[str, Any] = field(default_factory=dict)
+    #: The body field a missing resource is reported under (``memory.resource`` when the body
+    #: used ``memory: {thread, resource}``).
+    resource_field: str = "resourceId"
 
     @property
     def thread_id(self) -> str | None:
@@ -113,7 +117,11 @@ def _messages(body: Mapping[str, Any]) -> list[Message]:
 
 
 def _memory(body: Mapping[str, Any]) -> dict[str, str]:
-    """``thread_id``/``resource_id`` from ``memory`` (or top-level ``threadId``/``resourceId``)."""
+    """``thread_id``/``resource_id`` from ``memory`` (or top-level ``threadId``/``resourceId``).
+
+    A missing resource is not an error here: the server may decide it (``_tenancy``), which
+    then refuses a thread that still has none.
+    """
     memory = body.get("memory")
     thread: Any = body.get("threadId")
     resource: Any = body.get("resourceId")
@@ -126,8 +134,8 @@ def _memory(body: Mapping[str, Any]) -> dict[str, str]:
             thread = thread.get("id")
         if not isinstance(thread, str) or not thread:
             raise _bad("memory.thread", "expected a thread id (a string or {id})")
-        if not isinstance(resource, str) or not resource:
-            raise _bad("memory.resource", "expected a resource id: memory needs one")
+        if resource is not None and (not isinstance(resource, str) or not resource):
+            raise _bad("memory.resource", "expected a resource id (a non-empty string)")
     out: dict[str, str] = {}
     if thread is not None:
         if not isinstance(thread, str) or not thread:
@@ -138,6 +146,10 @@ def _memory(body: Mapping[str, Any]) -> dict[str, str]:
             raise _bad("resourceId", "expected a non-empty string")
         out["resource_id"] = resource
     return out
+
+
+def _resource_field(body: Mapping[str, Any]) -> str:
+    return "memory.resource" if isinstance(body.get("memory"), dict) else "resourceId"
 
 
 def _options(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -179,7 +191,7 @@ def parse_agent_call(body: Mapping[str, Any]) -> Call:
         >>> call.options
         {'thread_id': 't1', 'resource_id': 'u1', 'max_steps': 3}
     """
-    return Call(_messages(body), _options(body))
+    return Call(_messages(body), _options(body), _resource_field(body))
 
 
 # --------------------------------------------------------------------------------------------
@@ -325,4 +337,4 @@ def parse_chat_call(body: Mapping[str, Any]) -> Call:
         raise _bad("messages", exc.message) from None
     if not messages:
         raise _bad("messages", "nothing to answer: no user message after the last answer")
-    return Call(messages, options)
+    return Call(messages, options, _resource_field(body))

@@ -11,7 +11,10 @@ const errors = [];
 console.error = (...args) => errors.push(args.map(String).join(" "));
 const out = { errors };
 
-const client = new MastraClient({ baseUrl: base, retries: 0 });
+// The server decides the caller's resource from this header (create_app(resource=...)), as an
+// auth proxy would set it; client-js sends no resourceId when it reads a thread.
+const client = new MastraClient({ baseUrl: base, retries: 0,
+                                  headers: { "x-resource-id": "node-user" } });
 
 const agents = await client.listAgents();
 out.agents = Object.keys(agents);
@@ -52,6 +55,23 @@ out.memory = {
   thread: await thread.get(),
   roles: (await thread.listMessages()).messages.map((m) => m.role),
 };
+
+const intruder = new MastraClient({ baseUrl: base, retries: 0,
+                                    headers: { "x-resource-id": "someone-else" } });
+out.intruder = {};
+for (const [name, read] of [
+  ["thread", () => intruder.getMemoryThread({ threadId: "node-thread", agentId: "support" }).get()],
+  ["messages", () => intruder.getMemoryThread({ threadId: "node-thread", agentId: "support" })
+    .listMessages()],
+  ["stream", () => intruder.getAgent("support").stream("What is my name?", { memory })],
+]) {
+  try {
+    await read();
+    out.intruder[name] = "no error";
+  } catch (error) {
+    out.intruder[name] = { status: error.status, body: error.body };
+  }
+}
 
 try {
   await client.getAgent("nope").generate("hi");

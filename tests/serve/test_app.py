@@ -107,7 +107,8 @@ async def test_memory_routes_need_an_agent_when_agents_do_not_share_memory() -> 
     async with running(create_app([a, b])) as url, httpx.AsyncClient(base_url=url) as c:
         unnamed = await c.get("/api/memory/threads", params={"resourceId": "u"})
         named = await c.get("/api/memory/threads", params={"resourceId": "u", "agentId": "a"})
-        missing = await c.get("/api/memory/threads/none", params={"agentId": "a"})
+        missing = await c.get("/api/memory/threads/none",
+                              params={"agentId": "a", "resourceId": "u"})
         paging = await c.get("/api/memory/threads",
                              params={"resourceId": "u", "agentId": "a", "page": "x"})
     assert unnamed.status_code == 400 and "agentId" in unnamed.json()["error"]

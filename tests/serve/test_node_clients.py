@@ -64,7 +64,9 @@ def node22() -> Path:
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[str]:
     memory = Memory(SQLiteStore(str(tmp_path / "node.sqlite3")), last_messages=20)
-    with ServerThread(create_app([build_serve_agent(memory)], memory=memory)) as url:
+    app = create_app([build_serve_agent(memory)], memory=memory,
+                     resource=lambda request: request.headers.get("x-resource-id"))
+    with ServerThread(app) as url:
         yield url
 
 
@@ -95,6 +97,11 @@ def test_mastra_client_js_and_the_ai_sdk_chat_transport(node22: Path, served: st
     assert seen["memory"]["threads"] == ["node-thread"]
     assert seen["memory"]["thread"]["resourceId"] == "node-user"
     assert seen["memory"]["roles"] == ["user", "assistant", "user", "assistant"]
+    # Another tenant (the server's resource hook says so) reads nothing of node-user's thread.
+    denied = {"error": "Access denied: thread belongs to a different resource"}
+    assert seen["intruder"]["thread"] == {"status": 403, "body": denied}
+    assert seen["intruder"]["messages"] == {"status": 403, "body": denied}
+    assert seen["intruder"]["stream"]["status"] == 403  # memory.resource differs from its own
     assert seen["unknownAgent"] == {"status": 404,
                                     "body": {"error": "Agent with id nope not found"}}
 

@@ -190,13 +190,15 @@ async def test_memory_turns_and_the_memory_routes(client: httpx.AsyncClient) -> 
     assert [t["id"] for t in threads.json()["threads"]] == ["thread-rec-1"]
     assert set(threads.json()["threads"][0]) == set(recorded_threads["threads"][0])
 
+    # client-js sends no resourceId here (Mastra 1.69 answered anyone); streamkit needs the
+    # caller's resource (a query resourceId, or the server's resource hook).
     thread = (await client.get("/api/memory/threads/thread-rec-1",
-                               params={"agentId": "demo"})).json()
+                               params={"agentId": "demo", "resourceId": "user-rec-1"})).json()
     assert set(thread) == set(exchange("17-get-thread.http").json())
     assert thread["resourceId"] == "user-rec-1"
 
     listed = (await client.get("/api/memory/threads/thread-rec-1/messages",
-                               params={"agentId": "demo"})).json()
+                               params={"agentId": "demo", "resourceId": "user-rec-1"})).json()
     recorded_messages = exchange("10-thread-messages.http").json()
     assert set(listed) == set(recorded_messages)
     assert [m["role"] for m in listed["messages"]] == ["user", "assistant", "user", "assistant"]
@@ -229,7 +231,8 @@ async def test_memory_thread_may_be_an_object_and_needs_a_resource(
     stolen = await client.post("/api/agents/demo/stream",
                                json={"messages": "hi", "memory": {"thread": "t-obj",
                                                                   "resource": "someone-else"}})
-    assert stolen.status_code == 400 and "belongs to resource" in stolen.json()["error"]
+    assert stolen.status_code == 403
+    assert stolen.json() == {"error": "Access denied: thread belongs to a different resource"}
     assert stolen.headers["content-type"] == "application/json"
 
 
@@ -345,7 +348,8 @@ async def test_chat_with_memory_sends_only_the_new_turn(client: httpx.AsyncClien
         history.append({"id": f"a{turn}", "role": "assistant",
                         "parts": [{"type": "text", "text": answer}]})
     stored = (await client.get("/api/memory/threads/chat-thread/messages",
-                               params={"agentId": "demo"})).json()["messages"]
+                               params={"agentId": "demo", "resourceId": "chat-user"})
+              ).json()["messages"]
     assert [m["role"] for m in stored] == ["user", "assistant", "user", "assistant"]
 
 
