@@ -7,7 +7,8 @@ its own stream, with a typed reason in the report, and never the whole replay.
   fails the stream it is in; the file's other streams are replayed.
 * ``replay(deadline=)`` / ``--deadline``: a processor that loops for ever in a plain ``def``
   (holding the event loop) or waits for ever in an ``async def`` fails its stream with
-  ``DeadlineExceeded``; the other streams are replayed — in this process and in workers.
+  ``DeadlineExceeded``; the other streams are replayed — in this process, in workers and as
+  Ray tasks.
 * ``SIGTERM`` to ``python -m streamkit replay --processes 2`` ends it and its workers (real
   processes, checked with psutil within a bounded wait); so does ``kill -9`` of the parent,
   whose workers notice and exit by themselves.
@@ -146,6 +147,23 @@ class TestDeadline:
         assert (summary["streams"], summary["errors"], summary["mode"]) == (3, 1, "processes")
         [failed] = [r for r in lines[:-1] if r["error"]]
         assert failed["stream"] == f"{path}#1" and "DeadlineExceeded" in failed["error"]
+
+    @pytest.mark.filterwarnings("ignore::DeprecationWarning")
+    def test_on_ray_one_poisoned_record_does_not_hang_the_replay(self, tmp_path: Path) -> None:
+        ray = pytest.importorskip("ray", reason="the ray extra is not installed")
+        path = poisoned_file(tmp_path)
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(
+                     [str(REPO), *(p for p in sys.path if p)])}})
+        try:
+            reports = {name: replay([str(path)], f"tests.replay_hostile_pipelines:{name}",
+                                    ray=True, batch_size=1, deadline=0.2)
+                       for name in ("SPIN", "WAIT")}
+        finally:
+            ray.shutdown()
+        for name, report in reports.items():
+            assert (report.mode, report.streams, report.errors) == ("ray", 3, 1), name
+            assert report.error_samples[0].startswith(f"{path}#1: DeadlineExceeded"), name
 
     @pytest.mark.parametrize("bad", [0, -1, "5", True, float("nan")])
     def test_a_bad_deadline_is_refused(self, tmp_path: Path, bad: Any) -> None:
