@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from typing import Any
 
@@ -50,3 +51,30 @@ class Slow:
 SPIN = [Spin()]
 WAIT = [Wait()]
 SLOW = [Slow()]
+
+
+class Backtrack:
+    """A regular expression that backtracks for ever (well, for 2**40 steps) on the poisoned
+    chunk: a C call that holds the event loop, as a bad guard pattern does."""
+
+    id = "backtrack"
+
+    def process_output_stream(self, part: Any) -> Any:
+        if _is_poison(part):
+            re.match(r"(a+)+$", "a" * 40 + "!")
+        return part
+
+
+class Sleep:
+    """``time.sleep`` for an hour on the poisoned chunk: a blocking call in a plain ``def``."""
+
+    id = "sleep"
+
+    def process_output_stream(self, part: Any) -> Any:
+        if _is_poison(part):
+            time.sleep(3600)
+        return part
+
+
+BACKTRACK = [Backtrack()]
+SLEEP = [Sleep()]

@@ -6,7 +6,8 @@ its own stream, with a typed reason in the report, and never the whole replay.
 * An SSE event the parser refuses (a line past 16 MiB, an event cut off by the end of the file)
   fails the stream it is in; the file's other streams are replayed.
 * ``replay(deadline=)`` / ``--deadline``: a processor that loops for ever in a plain ``def``
-  (holding the event loop) or waits for ever in an ``async def`` fails its stream with
+  (holding the event loop; Python code, a backtracking regular expression, ``time.sleep``) or
+  waits for ever in an ``async def`` fails its stream with
   ``DeadlineExceeded``; the other streams are replayed — in this process, in workers and as
   Ray tasks.
 * ``SIGTERM`` to ``python -m streamkit replay --processes 2`` ends it and its workers (real
@@ -21,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -32,7 +34,7 @@ from streamkit.errors import InvalidArgument
 from streamkit.replay import replay
 
 from .conftest import REPO
-from .replay_hostile_pipelines import POISON, SPIN, WAIT
+from .replay_hostile_pipelines import BACKTRACK, POISON, SLEEP, SPIN, WAIT
 
 WAIT_S = 60.0  # the most any wait below may take; never reached when the code is right
 
@@ -117,21 +119,38 @@ def poisoned_file(tmp_path: Path) -> Path:
 
 
 class TestDeadline:
-    @pytest.mark.parametrize("pipeline", [pytest.param(SPIN, id="sync-loops-for-ever"),
-                                          pytest.param(WAIT, id="async-waits-for-ever")])
-    def test_a_stream_past_its_deadline_fails_alone(self, tmp_path: Path, pipeline: Any
-                                                    ) -> None:
+    # Outside the main thread no signal reaches a C call (documented): Python code only there.
+    @pytest.mark.parametrize(("pipeline", "thread"), [
+        pytest.param(SPIN, False, id="sync-loops-for-ever"),
+        pytest.param(WAIT, False, id="async-waits-for-ever"),
+        pytest.param(BACKTRACK, False, id="a-regex-backtracks-for-ever"),
+        pytest.param(SLEEP, False, id="sync-sleeps-an-hour"),
+        pytest.param(SPIN, True, id="sync-loops-for-ever-on-a-helper-thread"),
+        pytest.param(WAIT, True, id="async-waits-for-ever-on-a-helper-thread")])
+    def test_a_stream_past_its_deadline_fails_alone(self, tmp_path: Path, pipeline: Any,
+                                                    thread: bool) -> None:
         path = poisoned_file(tmp_path)
         rows: dict[str, dict[str, Any]] = {}
-        report = replay([str(path)], pipeline, processes=1, deadline=0.2,
-                        on_stream=lambda r: rows.__setitem__(r["stream"], r))
+        got: list[Any] = []
+
+        def run() -> None:
+            got.append(replay([str(path)], pipeline, processes=1, deadline=0.2,
+                              on_stream=lambda r: rows.__setitem__(r["stream"], r)))
+
+        if thread:  # as from a notebook: no signals there, an asynchronous exception instead
+            helper = threading.Thread(target=run)
+            helper.start()
+            helper.join(WAIT_S)
+        else:
+            run()
+        [report] = got
         assert report.streams == 3 and report.errors == 1
         assert rows[f"{path}#1"]["error"].startswith(
             "DeadlineExceeded: the stream did not finish within 0.2 s")
         assert rows[f"{path}#0"]["delivered"] == 2 and rows[f"{path}#2"]["delivered"] == 3
         assert report.error_samples[0].startswith(f"{path}#1: DeadlineExceeded")
 
-    @pytest.mark.parametrize("pipeline", ["SPIN", "WAIT"])
+    @pytest.mark.parametrize("pipeline", ["SPIN", "WAIT", "BACKTRACK"])
     def test_in_worker_processes_and_from_the_command_line(self, tmp_path: Path,
                                                            pipeline: str) -> None:
         path = poisoned_file(tmp_path)
