@@ -18,12 +18,22 @@ What a tool returns must be JSON-encodable (it is sent to the model, streamed an
 object, text with a lone surrogate, nesting past msgspec's depth limit) is a ``ToolError`` the
 model sees as a ``tool-error`` at once, not a failure when the turn is stored.
 
-Timeouts: ``Tool(timeout=)``/``@tool(timeout=)`` bound one tool, ``Agent(tool_timeout=)`` every
-tool of an agent (a tool's own timeout wins). A tool that does not return in time is cancelled
-and reported to the model as a ``tool-error`` (``ToolError`` with ``timeout`` set). Only an
-``async def`` tool can be interrupted: a plain ``def`` runs on the event loop until it returns,
-so ``timeout=`` on one is refused (make it async; run blocking work with
-``asyncio.to_thread``), and an agent's ``tool_timeout`` does not apply to it.
+Timeouts: ``Tool(timeout=)``/``@tool(timeout=)`` bound one tool, ``Agent(tool_timeout=)`` (300 s
+by default, ``None``: off) every tool of an agent; a tool's own timeout wins. A tool that does not
+return in time is reported to the model as a ``tool-error`` (``ToolError`` with ``timeout`` set).
+
+Decisions (a plain ``def`` cannot be interrupted while it runs on the event loop):
+
+* An ``async def`` tool is cancelled at its timeout.
+* A plain ``def`` tool with its own ``timeout=`` runs in a worker thread (``asyncio.to_thread``),
+  so the loop stays free and the timeout can end the *wait* for it: the model gets its
+  ``tool-error`` at once. Python cannot stop a thread, so the function itself runs on to its end
+  in the background; its result is discarded, and what it writes after its timeout is dropped.
+  Its ``writer`` is thread-safe (writes are handed to the event loop).
+* A plain ``def`` tool without its own ``timeout=`` runs inline on the event loop, as before
+  (no thread-safety surprises for tools written for that); the agent's ``tool_timeout`` cannot
+  interrupt it, so an overrun is reported instead: a warning on the ``streamkit.tools`` logger
+  naming the tool, the time it took and the limit, once it returns.
 
 Parameter types: anything msgspec knows (builtins, msgspec Structs, dataclasses, TypedDicts,
 enums, ``Literal``, unions and containers of these) and, when pydantic is installed, pydantic
@@ -41,6 +51,7 @@ import asyncio
 import inspect
 import logging
 import sys
+import time
 from collections.abc import Callable
 from typing import Any, Generic, get_type_hints, overload
 
@@ -50,9 +61,13 @@ from typing_extensions import ParamSpec, TypeVar
 from ._docstrings import parse_docstring
 from .errors import ToolError
 from .models._base import ToolSpec
+from .processors._runtime import Writer
 from .processors._spec import is_async_callable
 
 __all__ = ["Tool", "tool", "json_schema"]
+
+#: Seconds a tool call may take when neither the tool nor the agent says (``Agent(tool_timeout=)``).
+DEFAULT_TOOL_TIMEOUT = 300.0
 
 #: Parameters the runtime injects instead of taking them from the model's arguments.
 INJECTED = frozenset(("writer", "request_context", "tool_call_id", "abort_signal"))
@@ -130,8 +145,8 @@ class Tool(Generic[P, R]):
         input_schema: JSON schema of its arguments (an object schema).
         execute: ``fn(args: dict, **injected)`` or, for ``@tool`` tools, the typed function.
         validate: ``fn(args: dict) -> dict`` returning validated arguments or raising ``ToolError``.
-        timeout: seconds the tool may take (``async def`` tools only; ``None``: the agent's
-            ``tool_timeout``, if any).
+        timeout: seconds the tool may take (``None``: the agent's ``tool_timeout``). A plain
+            ``def`` tool with a timeout runs in a worker thread (see the module docstring).
 
     Without ``validate``, keys ``input_schema`` does not list under ``properties`` are dropped
     before ``execute`` unless the schema allows more (``additionalProperties`` true or a schema);
@@ -161,10 +176,9 @@ class Tool(Generic[P, R]):
         self.injected = injected
         self.spread_args = spread_args
         self.timeout = check_timeout(f"tool {id!r}", timeout)
-        if self.timeout is not None and not self.is_async:
-            raise ToolError(f"tool {id!r}: timeout= needs an async def tool; a plain def runs on "
-                            f"the event loop and cannot be interrupted (make it async and run "
-                            f"blocking work with asyncio.to_thread)", tool_name=id)
+        #: A plain ``def`` with its own timeout runs in a worker thread, where it can be waited
+        #: for with a bound; without one it runs inline on the event loop.
+        self.in_thread = self.timeout is not None and not self.is_async
 
     @property
     def spec(self) -> ToolSpec:
@@ -204,23 +218,21 @@ class Tool(Generic[P, R]):
         """
         valid = self.validate(args)
         extra = {k: v for k, v in injected.items() if k in self.injected}
-        if self.spread_args:
-            out = self._call(**valid, **extra)
-        else:
-            out = self._call(valid, **extra)
+        limit = self.timeout if self.timeout is not None else timeout
         if self.is_async:
-            limit = self.timeout if self.timeout is not None else timeout
-            if limit is None:
-                out = await out
-            else:
-                try:
-                    async with asyncio.timeout(limit) as scope:
-                        out = await out
-                except TimeoutError as exc:
-                    if not scope.expired():
-                        raise  # the tool's own TimeoutError: reported like any other error
-                    raise ToolError(f"tool {self.id!r} did not return within {limit:g} s; it "
-                                    f"was cancelled", tool_name=self.id, timeout=limit) from exc
+            out = self._call(**valid, **extra) if self.spread_args else self._call(valid, **extra)
+            out = await (out if limit is None else self._bounded(out, limit))
+        elif self.in_thread:
+            out = await self._in_thread(valid, extra, limit)
+        else:
+            started = time.monotonic()
+            out = self._call(**valid, **extra) if self.spread_args else self._call(valid, **extra)
+            took = time.monotonic() - started
+            if limit is not None and took > limit:
+                log.warning("tool %r (a plain def, run on the event loop) took %.1f s, past its "
+                            "timeout of %g s, and blocked every other request meanwhile; give it "
+                            "timeout= to run it in a worker thread, or make it async", self.id,
+                            took, limit)
         try:
             _encode(out)
         except _UNENCODABLE as exc:
@@ -229,6 +241,44 @@ class Tool(Generic[P, R]):
                             f"list, str, numbers, bool, None, msgspec Structs, dataclasses)",
                             tool_name=self.id) from exc
         return out
+
+    async def _bounded(self, awaitable: Any, limit: float) -> Any:
+        """``await awaitable``, cancelled after ``limit`` seconds (a ``ToolError``)."""
+        try:
+            async with asyncio.timeout(limit) as scope:
+                return await awaitable
+        except TimeoutError as exc:
+            if not scope.expired():
+                raise  # the tool's own TimeoutError: reported like any other error
+            raise self._timed_out(limit, "it was cancelled") from exc
+
+    async def _in_thread(self, valid: dict[str, Any], extra: dict[str, Any],
+                         limit: float | None) -> Any:
+        """Call a plain ``def`` tool in a worker thread; stop waiting for it after ``limit``."""
+        writer = extra.get("writer")
+        if isinstance(writer, Writer):
+            writer = extra["writer"] = writer.threadsafe(asyncio.get_running_loop())
+        if self.spread_args:
+            call = asyncio.to_thread(self._call, **valid, **extra)
+        else:
+            call = asyncio.to_thread(self._call, valid, **extra)
+        try:
+            if limit is None:
+                return await call
+            async with asyncio.timeout(limit) as scope:
+                return await call
+        except TimeoutError as exc:
+            if limit is None or not scope.expired():
+                raise  # the tool's own TimeoutError: reported like any other error
+            raise self._timed_out(limit, "it runs on in its thread; its result and later "
+                                  "writes are discarded") from exc
+        finally:
+            if isinstance(writer, Writer):
+                writer.close()
+
+    def _timed_out(self, limit: float, what: str) -> ToolError:
+        return ToolError(f"tool {self.id!r} did not return within {limit:g} s; {what}",
+                         tool_name=self.id, timeout=limit)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         """Call the underlying function directly (handy in tests)."""

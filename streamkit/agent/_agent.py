@@ -28,8 +28,9 @@ from ..errors import InvalidArgument, InvalidType, ProcessorDefinitionError, Too
 from ..graph import Graph
 from ..models import Model, resolve_model
 from ..processors._base import Pipeline, flatten_processors
+from ..processors._runtime import DEFAULT_HOOK_TIMEOUT
 from ..processors._spec import ProcessorSpec, register
-from ..tools import tools_by_name
+from ..tools import DEFAULT_TOOL_TIMEOUT, tools_by_name
 from ._build import schema_of
 from ._loop import NODES, build_graph
 from ._result import AgentResult, AgentStream
@@ -214,14 +215,19 @@ class Agent:
             per-call processor override can remove them.
         default options: ``tool_choice``, ``active_tools``, ``model_settings``,
             ``provider_options``, ``structured_output``, ``prepare_step`` — per-call values win.
-        tool_timeout: seconds each ``async def`` tool call may take (a tool's own ``timeout``
-            wins); one that does not return in time is cancelled and the model gets a
-            ``tool-error``. ``None`` (the default): no limit.
+        tool_timeout: seconds each tool call may take (a tool's own ``timeout`` wins); default
+            300 s, ``None``: no limit. An ``async def`` tool that does not return in time is
+            cancelled and the model gets a ``tool-error``. A plain ``def`` tool runs on the event
+            loop and cannot be interrupted: give it its own ``timeout=`` to run it in a worker
+            thread (then the wait for it ends on time), else an overrun is logged as a warning
+            on ``streamkit.tools`` when it returns (see ``streamkit.tools``).
         hook_timeout: seconds each call of an ``async def`` processor hook may take (per chunk
-            for ``process_output_stream``); one that does not return in time is cancelled and
-            the run fails with ``ProcessorError`` (an ``error`` chunk; memory stores nothing of
-            the turn). ``None`` (the default): no limit. Sync hooks and tools run on the event
-            loop and cannot be interrupted, so neither timeout applies to them.
+            for ``process_output_stream``); default 120 s, ``None``: no limit. One that does not
+            return in time is cancelled and the run fails with ``ProcessorError`` (an ``error``
+            chunk; memory stores nothing of the turn). A sync hook runs on the event loop and
+            cannot be interrupted: a sync message hook that overruns is logged as a warning on
+            ``streamkit.processors``; a sync stream hook is not timed (its per-chunk path
+            stays free of clock reads).
 
     Example:
         >>> agent = Agent(id="support", instructions="Be brief.", model=ScriptedModel([text("Hi")]))
@@ -242,8 +248,8 @@ class Agent:
                  provider_options: Mapping[str, Any] | None = None,
                  structured_output: StructuredOutput | None = None,
                  prepare_step: Callable[..., Any] | None = None,
-                 tool_timeout: float | None = None,
-                 hook_timeout: float | None = None) -> None:
+                 tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
+                 hook_timeout: float | None = DEFAULT_HOOK_TIMEOUT) -> None:
         if not isinstance(id, str) or not id:
             raise InvalidArgument(f"Agent needs a non-empty string id, got {id!r}")
         _check_counts(max_steps, max_processor_retries)

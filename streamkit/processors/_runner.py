@@ -159,7 +159,14 @@ async def call_hook(runtime: RequestRuntime, spec: ProcessorSpec, hook: str,
         elif isinstance(failure, ProcessorError):
             runtime.record(spec.id, hook, step, now() - t0, "error", str(exc))
         raise failure from (None if failure is exc else exc)
-    runtime.record(spec.id, hook, step, now() - t0, "ok" if result is None else "changed")
+    took = now() - t0
+    runtime.record(spec.id, hook, step, took, "ok" if result is None else "changed")
+    if not h.is_async and runtime.hook_timeout is not None and took > runtime.hook_timeout:
+        # A sync hook cannot be interrupted (it runs on the event loop): report the overrun.
+        log.warning("processor %r: %s (a sync hook, run on the event loop) took %.1f s, past "
+                    "hook_timeout %g s, and blocked every other request meanwhile; make it "
+                    "async (run blocking work with asyncio.to_thread)", spec.id, hook, took,
+                    runtime.hook_timeout)
     return result
 
 

@@ -6,6 +6,7 @@ One ``RequestRuntime`` exists per request (one ``agent.stream()``/``generate()``
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import time
@@ -17,7 +18,11 @@ from ..chunks import coerce_chunk
 from ..tripwire import TripWire, Violation, make_abort
 from ._spec import ProcessorSpec
 
-__all__ = ["RequestRuntime", "TraceRecord", "StreamStats", "Writer"]
+__all__ = ["RequestRuntime", "TraceRecord", "StreamStats", "Writer", "DEFAULT_HOOK_TIMEOUT"]
+
+#: Seconds each call of an async processor hook may take unless ``Agent(hook_timeout=)`` says
+#: otherwise (``None`` there: no limit).
+DEFAULT_HOOK_TIMEOUT = 120.0
 
 log = logging.getLogger("streamkit.processors")
 
@@ -98,6 +103,42 @@ class Writer:
         writer's promise: ``await writer.custom(...)`` works here too)."""
         self._sink(coerce_chunk(chunk))
         return _WRITTEN
+
+    def threadsafe(self, loop: asyncio.AbstractEventLoop) -> Writer:
+        """A writer for code running in a worker thread (a plain ``def`` tool with a timeout):
+        each write is handed to ``loop``, which runs this writer's sink. ``close()`` it when
+        the wait for the thread ends; what the thread writes after that is dropped (its
+        caller has given up on it, as on its result)."""
+        return _ThreadWriter(self._sink, loop)
+
+    def close(self) -> None:
+        """Nothing to close (see ``threadsafe``)."""
+
+
+class _ThreadWriter(Writer):
+    """``Writer.threadsafe``: writes from a worker thread, run on the event loop."""
+
+    __slots__ = ("_loop", "_is_open", "_target")
+
+    def __init__(self, sink: Callable[[Any], Any], loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(self._on_loop)
+        self._target = sink
+        self._loop = loop
+        self._is_open = True
+
+    def _on_loop(self, chunk: Any) -> None:
+        if self._is_open:
+            try:
+                self._loop.call_soon_threadsafe(self._deliver, chunk)
+            except RuntimeError:  # the loop is closed: the run is long over
+                self._is_open = False
+
+    def _deliver(self, chunk: Any) -> None:
+        if self._is_open:
+            self._target(chunk)
+
+    def close(self) -> None:
+        self._is_open = False
 
 
 class _Written:

@@ -12,8 +12,13 @@ What belongs here: the replay API and its report. What does not: the engine (``o
 command line (``python -m streamkit replay``, in ``streamkit.__main__``).
 
 Modules: ``_sources`` (files and memory threads → ``RecordedStream``), ``_run`` (one stream, the
-probes that measure each processor, one batch), ``_report`` (totals, table, JSON), ``_execute``
-(in process, worker processes, Ray).
+probes that measure each processor, one batch), ``_deadline`` (each stream's deadline: one bad
+record never hangs a replay), ``_report`` (totals, table, JSON), ``_execute`` (in process, worker
+processes, Ray).
+
+One bad record fails only its own stream, with its reason in the report: a line that does not
+decode (nested 100,000 deep, say), an SSE event that cannot be read, a processor that raises, a
+stream past its ``deadline`` (60 s by default).
 
 Example:
     >>> from streamkit.replay import replay

@@ -1,5 +1,5 @@
 """``python -m streamkit replay SOURCE ... --pipeline module:attribute [--ray [ADDRESS]]
-[--json OUT]``: the command line of ``streamkit.replay.replay``.
+[--json OUT] [--deadline SECONDS]``: the command line of ``streamkit.replay.replay``.
 
 What belongs here: the ``replay`` sub-command's arguments and output (a summary table on
 stdout; with ``--json OUT`` one JSON line per stream and a last ``{"summary": ...}`` line; a
@@ -9,6 +9,10 @@ Sources: files and directories of recorded chunk streams; ``sqlite:PATH`` (a ``S
 file) or a ``postgresql://`` URL (``PostgresStore``, ``--pg-schema``) replay the assistant
 messages of the threads named with ``--thread`` or of the resources named with ``--resource``.
 The current directory is importable, so ``--pipeline guards:PIPELINE`` finds ``./guards.py``.
+
+``--deadline SECONDS`` bounds each stream (60 by default; ``none`` turns it off). ``SIGTERM``
+ends the command as ``SystemExit`` (exit code 143), so its worker processes are terminated on the
+way out instead of running on.
 """
 
 from __future__ import annotations
@@ -16,12 +20,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
+from types import FrameType
 from typing import IO, Any
 
 from streamkit.errors import StreamkitError
 from streamkit.memory import PostgresStore, SQLiteStore
 
+from ._deadline import DEFAULT_DEADLINE
 from ._execute import replay
 from ._sources import MemorySource
 
@@ -51,6 +59,26 @@ def add_parser(sub: Any) -> None:
                    help="memory sources: replay this thread (repeatable)")
     p.add_argument("--pg-schema", default="public", help="schema of a postgresql:// source")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--deadline", type=_deadline, default=DEFAULT_DEADLINE, metavar="SECONDS",
+                   help=f"seconds each stream may take; one past it fails alone and the replay "
+                        f"goes on (default {DEFAULT_DEADLINE:g}; 'none': no limit)")
+
+
+def _deadline(text: str) -> float | None:
+    if text.strip().lower() in ("none", "off"):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0 or 'none', got "
+                                         f"{text!r}")
+    return value
+
+
+def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _source(text: str, args: argparse.Namespace) -> Any:
@@ -67,6 +95,10 @@ def run(args: argparse.Namespace) -> int:
     """Run the parsed ``replay`` command; the process exit code."""
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
+    # The default action of SIGTERM ends this process at once and leaves its worker processes
+    # running; as an exception it unwinds through the executor, which terminates them.
+    is_main = threading.current_thread() is threading.main_thread()
+    before = signal.signal(signal.SIGTERM, _exit_on_sigterm) if is_main else None
     out: IO[str] | None = None
     try:
         sources = [_source(s, args) for s in args.sources]
@@ -81,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
 
         report = replay(sources, args.pipeline, ray=args.ray, processes=args.processes,
                         batch_size=args.batch_size, on_stream=write,
-                        progress=not args.no_progress)
+                        progress=not args.no_progress, deadline=args.deadline)
         if out is not None:
             out.write(json.dumps({"summary": report.to_json()}) + "\n")
     except (StreamkitError, OSError) as exc:
@@ -90,5 +122,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if out is not None and out is not sys.stdout:
             out.close()
+        if is_main:
+            signal.signal(signal.SIGTERM, before)
     print(report.summary(), file=sys.stderr if out is sys.stdout else sys.stdout)
     return 1 if report.errors else 0

@@ -20,6 +20,13 @@ Decisions:
   this process, else a local one started for this replay), or an address (``"auto"``,
   ``"ray://head:10001"``, ``"head:6379"``). A Ray instance this function started is shut down
   before it returns; one it found running is left running.
+* ``deadline`` (60 s by default, ``None``: off) bounds each stream, not the whole replay: a
+  stream past it is reported as failed with the reason and the replay goes on (how a stream is
+  stopped: ``_deadline``).
+* Worker processes never outlive the replay: when it ends early (an error, the caller stops
+  iterating, ``SIGTERM`` to the command line, which turns it into ``SystemExit``), the workers
+  are terminated rather than left to finish their batches; and each worker exits by itself
+  within half a second of its parent's death (a ``kill -9`` runs no cleanup in the parent).
 * Progress goes to stderr: ``replay: 1200/10000 streams 12% 850/s``, redrawn at most ten times
   a second (``progress=False`` for none).
 """
@@ -28,6 +35,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -39,8 +47,9 @@ import msgspec
 
 from streamkit.errors import InvalidArgument, InvalidType, StreamkitError
 
+from ._deadline import DEFAULT_DEADLINE
 from ._report import ProcessorReport, ReplayReport
-from ._run import load_pipeline, pipeline_payload, processor_ids, replay_all, replay_batch
+from ._run import load_pipeline, pipeline_payload, processor_ids, replay_batch, replay_rows
 from ._sources import RecordedStream, _run_async, read_streams
 
 __all__ = ["replay"]
@@ -77,14 +86,45 @@ def _batches(streams: list[RecordedStream], size: int) -> list[list[RecordedStre
     return [streams[i:i + size] for i in range(0, len(streams), size)]
 
 
-def _processes(payload: tuple[str, Any], batches: list[list[RecordedStream]],
-               workers: int) -> Iterator[list[dict[str, Any]]]:
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+def _exit_with_parent(parent: int) -> None:
+    """A worker's initializer: a daemon thread that ends the worker once ``parent`` is gone
+    (the worker is then re-parented, so ``getppid()`` changes)."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="streamkit-replay-parent", daemon=True).start()
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """End a pool whose batches are no longer wanted: cancel what has not started, terminate the
+    workers (a batch in progress would otherwise run to its end) and reap them."""
+    # Python < 3.14 has no public way to reach the workers (3.14: ``terminate_workers()``).
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in processes:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in processes:
+        proc.join(timeout=5)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(timeout=5)
+
+
+def _processes(payload: tuple[str, Any], batches: list[list[RecordedStream]], workers: int,
+               deadline: float | None) -> Iterator[list[dict[str, Any]]]:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"),
+                               initializer=_exit_with_parent, initargs=(os.getpid(),))
+    finished = False
+    try:
         pending: set[Future[list[dict[str, Any]]]] = set()
         queue = iter(batches)
         # Bounded in flight: a few batches per worker, so results stream back as they finish.
         for batch in queue:
-            pending.add(pool.submit(replay_batch, payload, batch))
+            pending.add(pool.submit(replay_batch, payload, batch, deadline))
             if len(pending) >= workers * 4:
                 break
         while pending:
@@ -100,11 +140,18 @@ def _processes(payload: tuple[str, Any], batches: list[list[RecordedStream]],
                 yield rows
                 nxt = next(queue, None)
                 if nxt is not None:
-                    pending.add(pool.submit(replay_batch, payload, nxt))
+                    pending.add(pool.submit(replay_batch, payload, nxt, deadline))
+        finished = True
+    finally:
+        if finished:
+            pool.shutdown(wait=True)
+        else:
+            _stop_workers(pool)
 
 
 def _ray_rows(payload: tuple[str, Any], batches: list[list[RecordedStream]],
-              ray_target: Any, report: ReplayReport) -> Iterator[list[dict[str, Any]]]:
+              ray_target: Any, report: ReplayReport, deadline: float | None
+              ) -> Iterator[list[dict[str, Any]]]:
     # Ray takes seconds to import and is an optional extra: only a Ray replay loads it.
     try:
         import ray
@@ -131,14 +178,15 @@ def _ray_rows(payload: tuple[str, Any], batches: list[list[RecordedStream]],
         context = ray.data.DataContext.get_current()
         context.enable_progress_bars = False
         encoder = msgspec.msgpack.Encoder()
-        items = [{"batch": encoder.encode([(s.id, list(s.chunks)) for s in batch])}
+        items = [{"batch": encoder.encode([(s.id, list(s.chunks), s.error) for s in batch])}
                  for batch in batches]
         dataset = ray.data.from_items(items, override_num_blocks=max(1, len(items)))
 
         def task(row: dict[str, Any]) -> dict[str, Any]:
             decoded = msgspec.msgpack.decode(row["batch"])
-            streams = [RecordedStream(sid, tuple(chunks)) for sid, chunks in decoded]
-            rows = replay_batch(payload, streams)
+            streams = [RecordedStream(sid, tuple(chunks), error)
+                       for sid, chunks, error in decoded]
+            rows = replay_batch(payload, streams, deadline)
             return {"rows": msgspec.msgpack.encode(rows)}
 
         rows = iter(dataset.map(task).iter_rows())
@@ -158,7 +206,8 @@ def _ray_rows(payload: tuple[str, Any], batches: list[list[RecordedStream]],
 def replay(sources: Iterable[Any] | str, pipeline: Any, *, ray: Any = None,
            processes: int | None = None, batch_size: int = 200,
            on_stream: Callable[[dict[str, Any]], Any] | None = None,
-           progress: bool = False, progress_stream: TextIO | None = None) -> ReplayReport:
+           progress: bool = False, progress_stream: TextIO | None = None,
+           deadline: float | None = DEFAULT_DEADLINE) -> ReplayReport:
     """Replay recorded streams through ``pipeline`` and report what each processor did.
 
     Args:
@@ -172,6 +221,9 @@ def replay(sources: Iterable[Any] | str, pipeline: Any, *, ray: Any = None,
         batch_size: streams per task.
         on_stream: called in this process with every stream's result row (for JSON lines).
         progress: draw a progress bar on ``progress_stream`` (stderr).
+        deadline: seconds each stream may take (60 by default; ``None``: no limit). A stream
+            past it fails alone, ``DeadlineExceeded: ...`` in its row and in
+            ``error_samples``; the others are replayed.
 
     Returns:
         A ``ReplayReport``; ``report.counts()`` is identical for every ``ray``/``processes``.
@@ -194,6 +246,11 @@ def replay(sources: Iterable[Any] | str, pipeline: Any, *, ray: Any = None,
         ray = None
     if ray is not None and ray is not True and not isinstance(ray, str):
         raise InvalidType(f"ray must be None, True, 'local' or an address string, got {ray!r}")
+    if deadline is not None and (isinstance(deadline, bool)
+                                 or not isinstance(deadline, (int, float)) or not deadline > 0):
+        raise InvalidArgument(f"deadline must be None or a number of seconds > 0, got "
+                              f"{deadline!r}")
+    deadline = float(deadline) if deadline is not None else None
     if on_stream is not None and not callable(on_stream):
         raise InvalidType(f"on_stream must be callable, got {type(on_stream).__name__}")
     resolved = load_pipeline(pipeline) if isinstance(pipeline, str) else pipeline
@@ -208,13 +265,13 @@ def replay(sources: Iterable[Any] | str, pipeline: Any, *, ray: Any = None,
         results: Iterator[list[dict[str, Any]]] = iter(())
     elif ray is not None:
         report.mode = "ray"
-        results = _ray_rows(pipeline_payload(pipeline), batches, ray, report)
+        results = _ray_rows(pipeline_payload(pipeline), batches, ray, report, deadline)
     elif workers > 1:
         report.mode = "processes"
-        results = _processes(pipeline_payload(pipeline), batches, workers)
+        results = _processes(pipeline_payload(pipeline), batches, workers, deadline)
     else:
         workers = 1
-        results = (_run_async(replay_all(resolved, batch)) for batch in batches)
+        results = (replay_rows(resolved, batch, deadline, _run_async) for batch in batches)
     if ray is None:
         report.workers = workers
     bar = _Progress(len(streams), progress_stream, progress)
@@ -227,5 +284,8 @@ def replay(sources: Iterable[Any] | str, pipeline: Any, *, ray: Any = None,
             bar.update(len(rows))
     finally:
         bar.close()
+        close = getattr(results, "close", None)
+        if close is not None:  # stopped early: end the executor now (workers are terminated)
+            close()
     report.seconds = time.perf_counter() - started
     return report

@@ -26,6 +26,7 @@ import importlib
 import inspect
 import pickle
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from streamkit.errors import ChunkDecodeError, InvalidArgument, InvalidType, StreamkitError
@@ -33,10 +34,11 @@ from streamkit.ops import apply
 from streamkit.processors._base import flatten_processors
 from streamkit.wire import decode, encode
 
+from ._deadline import DeadlineExceeded, StreamClock, message
 from ._sources import RecordedStream
 
-__all__ = ["load_pipeline", "replay_stream", "replay_all", "replay_batch", "pipeline_payload",
-           "processor_ids", "COUNTS"]
+__all__ = ["load_pipeline", "replay_stream", "replay_all", "replay_rows", "replay_batch",
+           "pipeline_payload", "processor_ids", "COUNTS"]
 
 #: The per-processor counts of a stream result, identical between any two replays.
 COUNTS = ("in", "out", "dropped", "rewritten", "added", "redactions", "tripwires")
@@ -132,20 +134,31 @@ def _redactions(state: dict[str, Any]) -> int:
     return found
 
 
-async def replay_stream(pipeline: Any, stream: RecordedStream) -> dict[str, Any]:
+def _row(stream: RecordedStream) -> dict[str, Any]:
+    return {"stream": stream.id, "chunks": len(stream.chunks), "delivered": 0,
+            "tripwire": None, "error": stream.error, "processors": {}}
+
+
+async def replay_stream(pipeline: Any, stream: RecordedStream, *,
+                        deadline: float | None = None) -> dict[str, Any]:
     """Replay one recorded stream; its result row (see the module docstring).
+
+    Args:
+        deadline: seconds the stream may take (``None``: no limit); see ``_deadline``.
 
     Returns:
         ``{"stream": id, "chunks": n, "delivered": n_out, "tripwire": {"processor",
         "reason"} | None, "error": str | None, "processors": {id: {"in", "out", "dropped",
-        "rewritten", "added", "redactions", "tripwires", "ns"}}}``. A chunk that does not
-        decode, or a processor that raises, is the stream's ``error`` (the other streams go
-        on).
+        "rewritten", "added", "redactions", "tripwires", "ns"}}}``. A stream that could not be
+        read whole, a chunk that does not decode, a processor that raises, a stream past its
+        deadline: each is that stream's ``error``, ``"<ErrorClass>: <what happened>"`` (the
+        other streams go on).
     """
     processors = flatten_processors(pipeline)
     ids = [str(getattr(p, "id", "?")) for p in processors]
-    row: dict[str, Any] = {"stream": stream.id, "chunks": len(stream.chunks), "delivered": 0,
-                           "tripwire": None, "error": None, "processors": {}}
+    row = _row(stream)
+    if stream.error is not None:
+        return row
     try:
         chunks = [decode(c) for c in stream.chunks]
     except ChunkDecodeError as exc:
@@ -158,10 +171,15 @@ async def replay_stream(pipeline: Any, stream: RecordedStream) -> dict[str, Any]
     applied = apply(chunks, chain, run_id=stream.id, timed=True)
     delivered = 0
     try:
-        async for _ in applied:
-            delivered += 1
+        async with asyncio.timeout(deadline):
+            async for _ in applied:
+                delivered += 1
     except StreamkitError as exc:
         row["error"] = f"{type(exc).__name__}: {exc}"
+    except TimeoutError:
+        row["error"] = message(deadline or 0.0)
+    except RecursionError as exc:  # the pipeline's own code recursed too deep on this stream
+        row["error"] = f"RecursionError: {exc}"
     row["delivered"] = delivered
     tripwire = applied.tripwire
     if tripwire is not None:
@@ -214,16 +232,57 @@ def _pipeline_of(payload: tuple[str, Any]) -> Any:
     return _LOADED[key]
 
 
-async def replay_all(pipeline: Any, streams: list[RecordedStream]) -> list[dict[str, Any]]:
-    """Replay ``streams`` one after the other; their result rows."""
-    return [await replay_stream(pipeline, s) for s in streams]
+async def replay_all(pipeline: Any, streams: list[RecordedStream], *,
+                     deadline: float | None = None,
+                     rows: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Replay ``streams`` one after the other, each within ``deadline``; their result rows
+    (appended to ``rows`` as each ends, when given)."""
+    rows = [] if rows is None else rows
+    clock = StreamClock(deadline) if deadline is not None else None
+    try:
+        for n, stream in enumerate(streams):
+            if clock is not None:
+                clock.start(n)
+            try:
+                row = await replay_stream(pipeline, stream, deadline=deadline)
+            except DeadlineExceeded:  # raised by the watchdog outside any processor
+                row = _row(stream)
+            finally:
+                if clock is not None:
+                    clock.stop()
+            if clock is not None and clock.expired(n):
+                row["error"] = message(clock.deadline)
+            rows.append(row)
+    finally:
+        if clock is not None:
+            clock.close()
+    return rows
 
 
-def replay_batch(payload: tuple[str, Any], streams: list[RecordedStream]) -> list[dict[str, Any]]:
+def replay_rows(pipeline: Any, streams: list[RecordedStream], deadline: float | None,
+                run: Callable[[Any], Any] = asyncio.run) -> list[dict[str, Any]]:
+    """``replay_all`` from sync code, with ``run`` (``asyncio.run``, or one that also works
+    under a running loop). A ``DeadlineExceeded`` that the watchdog raised while the event loop
+    ran its own code (between two steps of the stream) ends that loop: the stream is reported
+    as past its deadline and the rest are replayed on a new loop."""
+    rows: list[dict[str, Any]] = []
+    while len(rows) < len(streams):
+        try:
+            run(replay_all(pipeline, streams[len(rows):], deadline=deadline, rows=rows))
+        except DeadlineExceeded:
+            row = _row(streams[len(rows)])
+            row["error"] = message(deadline or 0.0)
+            rows.append(row)
+    return rows
+
+
+def replay_batch(payload: tuple[str, Any], streams: list[RecordedStream],
+                 deadline: float | None = None) -> list[dict[str, Any]]:
     """Replay ``streams`` with one event loop: what a worker process or a Ray task runs.
 
     Args:
         payload: ``pipeline_payload(pipeline)``.
         streams: the batch.
+        deadline: seconds each stream may take (``None``: no limit).
     """
-    return asyncio.run(replay_all(_pipeline_of(payload), streams))
+    return replay_rows(_pipeline_of(payload), streams, deadline)

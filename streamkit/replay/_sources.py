@@ -12,7 +12,10 @@ Decisions:
   chunk is read here (a cheap partial decode); the chunk itself is decoded by the worker, so a
   malformed chunk is reported for its stream, not for the whole replay.
 * ``.sse`` files are streamkit's SSE encoding (``data: <chunk json>``); a ``[DONE]`` event ends
-  a stream as well. Every other file is JSON lines. A directory stands for its ``*.jsonl``,
+  a stream as well. An event the SSE parser refuses (a line or event past 16 MiB, an event cut
+  off by the end of the file) fails the stream it is in — ``RecordedStream.error`` says why, and
+  the report lists it — and the parser starts afresh at the next event, so the other streams of
+  the file are replayed. Every other file is JSON lines. A directory stands for its ``*.jsonl``,
   ``*.ndjson`` and ``*.sse`` files, recursively, in sorted order.
 * A memory thread replays each stored assistant message as the stream that produced it: a
   ``start``, then per part ``text-start``/``text-delta``.../``text-end`` (the text cut into
@@ -50,12 +53,16 @@ _WORDS = re.compile(r"\S+\s*|\s+")
 class RecordedStream:
     """One recorded stream: ``id`` and its chunks, each as JSON bytes (decoded by the worker).
 
+    ``error``: why the stream could not be read whole (an SSE event the parser refused); such a
+    stream is reported as failed with this reason and not replayed.
+
     Example:
         >>> RecordedStream("run-1", (b'{"type":"data-a","data":1}',))
     """
 
     id: str
     chunks: tuple[bytes, ...]
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -100,25 +107,62 @@ _type_of = msgspec.json.Decoder(_TypeOnly).decode
 def _is_start(line: bytes) -> bool:
     try:
         return _type_of(line).type == "start"
-    except msgspec.DecodeError:
-        return False  # the worker reports it, with its line, for this stream
+    except (msgspec.DecodeError, RecursionError):
+        # Malformed, or nested past msgspec's depth limit (it raises RecursionError): not a
+        # start; the worker's decode reports it, as a typed error, for this stream alone.
+        return False
 
 
-def _split(name: str, lines: Iterable[bytes]) -> Iterator[RecordedStream]:
+def _split(name: str, lines: Iterable[bytes | ChunkDecodeError]) -> Iterator[RecordedStream]:
+    """Cut ``lines`` into streams; a ``ChunkDecodeError`` among them (an SSE event that could not
+    be read) fails the stream it falls in."""
     chunks: list[bytes] = []
+    error: str | None = None
     n = 0
     for line in lines:
-        if line == b"[DONE]":
-            if chunks:
-                yield RecordedStream(f"{name}#{n}", tuple(chunks))
-                n, chunks = n + 1, []
+        if isinstance(line, ChunkDecodeError):
+            error = error or f"ChunkDecodeError: an SSE event could not be read: {line}"
             continue
-        if chunks and _is_start(line):
-            yield RecordedStream(f"{name}#{n}", tuple(chunks))
-            n, chunks = n + 1, []
+        if line == b"[DONE]":
+            if chunks or error:
+                yield RecordedStream(f"{name}#{n}", tuple(chunks), error)
+                n, chunks, error = n + 1, [], None
+            continue
+        if (chunks or error) and _is_start(line):
+            yield RecordedStream(f"{name}#{n}", tuple(chunks), error)
+            n, chunks, error = n + 1, [], None
         chunks.append(line)
-    if chunks:
-        yield RecordedStream(f"{name}#{n}", tuple(chunks))
+    if chunks or error:
+        yield RecordedStream(f"{name}#{n}", tuple(chunks), error)
+
+
+#: A blank line: where one SSE event ends (``\r\n``, ``\n`` or ``\r`` line ends).
+_EVENT_END = re.compile(rb"(?:\r\n|\r|\n)(?:\r\n|\r|\n)")
+
+
+def _sse_events(data: bytes) -> Iterator[bytes | ChunkDecodeError]:
+    """The data of each event of an SSE file, or the ``ChunkDecodeError`` of an event the parser
+    refused; after one, parsing starts afresh at the next event."""
+    parser = SSEParser()
+    pos = 0
+    for end in _EVENT_END.finditer(data):
+        block, pos = data[pos:end.end()], end.end()
+        try:
+            events = parser.feed(block)
+        except ChunkDecodeError as exc:
+            yield exc
+            parser = SSEParser()
+            continue
+        for event in events:
+            yield event.encode()
+    try:
+        events = parser.feed(data[pos:])
+        parser.close()
+    except ChunkDecodeError as exc:
+        yield exc
+    else:
+        for event in events:
+            yield event.encode()
 
 
 def _file_streams(path: Path) -> Iterator[RecordedStream]:
@@ -127,14 +171,7 @@ def _file_streams(path: Path) -> Iterator[RecordedStream]:
     except OSError as exc:
         raise InvalidArgument(f"replay source {str(path)!r} cannot be read: {exc}") from exc
     if path.suffix == ".sse":
-        parser = SSEParser()
-        try:
-            events = [e.encode() for e in parser.feed(data)]
-            parser.close()
-        except ChunkDecodeError as exc:
-            raise InvalidArgument(f"replay source {str(path)!r} is not a stream of server-sent "
-                                  f"events: {exc}") from exc
-        return _split(str(path), events)
+        return _split(str(path), _sse_events(data))
     lines = (s for s in (raw.strip() for raw in data.split(b"\n")) if s)
     return _split(str(path), lines)
 
