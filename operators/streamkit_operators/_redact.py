@@ -368,7 +368,7 @@ def map_strings(value: Any, fn: Callable[[str], str]) -> Any:
 
 
 #: The longest stretch of one ``feed`` scanned at once (see ``HoldbackScanner.feed``).
-_PIECE = 512
+_PIECE = 2048
 
 
 class HoldbackScanner:
