@@ -59,6 +59,12 @@ at most ``lookbehind`` characters of already emitted text; and a *negative* look
 reads past the end of its own match (``a(?!.*z)``) can be undone by text that arrives later —
 keep look-aheads to the characters right after a match (``(?!\d)``, ``\b``), as the built-in
 rules do.
+
+Time: linear in the streamed text. Decision (issue 26): a delta longer than ``_PIECE``
+characters is scanned a piece at a time, because a continuable (partial) ``regex`` scan costs
+the rest of the string at every position it tries; the findings are the same (they never
+depend on where the stream is split), and each partial scan reads at most the held text plus
+one piece.
 """
 
 from __future__ import annotations
