@@ -17,6 +17,7 @@ from .harness import Group
 from .rows_agent import agent_groups, memory_groups, request_groups
 from .rows_build import build_groups
 from .rows_mastra import mirror_groups
+from .rows_pii import pii_groups
 from .rows_replay import replay_groups
 from .rows_runner import runner_groups
 from .rows_tracing import tracing_groups
@@ -26,7 +27,7 @@ __all__ = ["Sizes", "build_suite", "SECTIONS"]
 
 #: Sections in table order; ``--only`` matches these names or any part of a group title.
 SECTIONS = ("build", "wire", "runner", "agent", "tracing", "requests", "memory", "replay",
-            "mastra")
+            "pii", "mastra")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +52,8 @@ class Sizes:
         replay_ray: include the Ray row (a local Ray instance; off at tiny size, where the
             test suite runs the table and has its own Ray).
         long_lines_mib: sizes of the one-line SSE events of the "SSE long lines" rows.
+        pii_kb: sizes (KB) of the one delta of the PII rows; ``pii_old_kb`` the sizes at which
+            the code before issue 26 runs beside it (quadratic: ~4 s at 100 KB, ~270 s at 1 MB).
     """
 
     wire_chunks: int = 20_000
@@ -68,6 +71,8 @@ class Sizes:
     replay_ray: bool = True
     long_lines_mib: tuple[int, ...] = (1, 4, 16)
     mastra_n: int = 10_000
+    pii_kb: tuple[int, ...] = (10, 100, 1024)
+    pii_old_kb: tuple[int, ...] = (10, 100)
 
     @classmethod
     def full(cls) -> Sizes:
@@ -78,7 +83,8 @@ class Sizes:
         """A smoke run of every row in well under a minute (numbers are indicative only)."""
         return cls(wire_chunks=5_000, runner_chunks=2_000, agent_short=2_000, agent_long=50_000,
                    requests=100, inflight=200, repeat_micro=3, repeat=3, long_memory=False,
-                   replay_streams=2_000, mastra_n=2_000)
+                   replay_streams=2_000, mastra_n=2_000, pii_kb=(10, 40, 256),
+                   pii_old_kb=(10, 40))
 
     @classmethod
     def tiny(cls) -> Sizes:
@@ -86,7 +92,7 @@ class Sizes:
         return cls(wire_chunks=200, runner_chunks=100, agent_short=100, agent_long=1_000,
                    request_chunks=20, requests=10, concurrency=4, inflight=10, repeat_micro=2,
                    repeat=2, long_memory=False, replay_streams=100, replay_ray=False,
-                   long_lines_mib=(1, 2), mastra_n=200)
+                   long_lines_mib=(1, 2), mastra_n=200, pii_kb=(1, 2, 4), pii_old_kb=(1, 2))
 
     def without_long_memory(self) -> Sizes:
         """Skip tracing the long agent row (``--no-long-memory``)."""
@@ -106,8 +112,8 @@ def build_suite(sizes: Sizes, only: list[str] | None = None) -> list[Group]:
     Args:
         sizes: workload sizes.
         only: keep just these sections (``build``, ``wire``, ``runner``, ``agent``,
-            ``tracing``, ``requests``, ``memory``, ``replay``, ``mastra``) or the groups whose
-            title contains one of these strings.
+            ``tracing``, ``requests``, ``memory``, ``replay``, ``pii``, ``mastra``) or the
+            groups whose title contains one of these strings.
     """
     wanted = [w.lower() for w in only or []]
     patterns = [w for w in wanted if w not in SECTIONS]
@@ -125,6 +131,7 @@ def build_suite(sizes: Sizes, only: list[str] | None = None) -> list[Group]:
         "memory": lambda: memory_groups(sizes.inflight, sizes.request_chunks, sizes.repeat),
         "replay": lambda: replay_groups(sizes.replay_streams, min(sizes.repeat, 3),
                                         with_ray=sizes.replay_ray),
+        "pii": lambda: pii_groups(sizes.pii_kb, sizes.pii_old_kb, min(sizes.repeat, 3)),
         "mastra": lambda: mirror_groups(sizes.mastra_n, sizes.repeat,
                                         seq_requests=sizes.requests,
                                         conc_requests=sizes.concurrency),

@@ -127,8 +127,10 @@ def decode(data: bytes | bytearray | memoryview | str) -> Chunk:
 
     Raises:
         ChunkDecodeError: malformed JSON (``position`` is the byte offset), an unknown ``type``
-            (``chunk_type`` names it), or a field of the wrong type (``chunk_type``, and ``path``
-            such as ``"$.payload.text"``).
+            (``chunk_type`` names it), a field of the wrong type (``chunk_type``, and ``path``
+            such as ``"$.payload.text"``), nesting too deep to decode, or a ``str`` with a lone
+            surrogate (it has no UTF-8 form).
+        InvalidType: ``data`` is not bytes, bytearray, memoryview or str.
 
     Example:
         >>> decode(b'{"type":"data-progress","data":{"pct":50}}')
@@ -140,6 +142,8 @@ def decode(data: bytes | bytearray | memoryview | str) -> Chunk:
         pass
     except RecursionError as exc:
         raise _too_deep("JSON", exc) from exc
+    except (TypeError, UnicodeEncodeError) as exc:
+        _raise_undecodable("decode", data, exc, text=True)
     try:
         obj = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
@@ -171,6 +175,7 @@ def decode_msgpack(data: bytes | bytearray | memoryview) -> Chunk:
 
     Raises:
         ChunkDecodeError: as :func:`decode`.
+        InvalidType: ``data`` is not bytes, bytearray or memoryview.
     """
     try:
         return _msgpack_decode(data)
@@ -178,6 +183,8 @@ def decode_msgpack(data: bytes | bytearray | memoryview) -> Chunk:
         pass
     except RecursionError as exc:
         raise _too_deep("MessagePack", exc) from exc
+    except TypeError as exc:
+        _raise_undecodable("decode_msgpack", data, exc, text=False)
     try:
         obj = msgspec.msgpack.decode(data)
     except msgspec.DecodeError as exc:
@@ -194,10 +201,20 @@ def to_builtins(chunk: Chunk) -> dict[str, Any]:
         >>> from streamkit.chunks import TextDelta
         >>> to_builtins(TextDelta(id="t1", text="hi", extra={"hint": 1}))
         {'type': 'text-delta', 'payload': {'id': 't1', 'text': 'hi', 'hint': 1}}
+
+    Raises:
+        InvalidType: ``chunk`` is not a chunk, or a payload value has a type that has no
+            builtins form.
+        InvalidArgument: values nested beyond msgspec's depth limit.
     """
-    data: dict[str, Any] = msgspec.to_builtins(chunk)
-    if has_extra_keys(chunk):
-        merge_extra_keys(chunk, data)
+    try:
+        data: dict[str, Any] = msgspec.to_builtins(chunk)
+        if has_extra_keys(chunk):
+            merge_extra_keys(chunk, data)
+    except _UNENCODABLE as exc:
+        if not isinstance(chunk, ChunkBase):
+            raise InvalidType(_not_a_chunk(chunk)) from None
+        raise _unencodable(chunk, exc) from exc
     return data
 
 
@@ -215,6 +232,31 @@ def _from_builtins(obj: Any) -> Chunk:
         return chunk_from_builtins(obj)
     except RecursionError as exc:
         raise _too_deep("data", exc) from exc
+    except UnicodeEncodeError as exc:
+        # msgspec reads a str given for a number, a bool or bytes as UTF-8 to parse it (or to
+        # name it in its error); a lone surrogate has no UTF-8 form.
+        raise ChunkDecodeError(f"invalid chunk: a string holds a lone surrogate "
+                               f"({exc.object[exc.start:exc.end]!r} at index {exc.start}), "
+                               f"which has no UTF-8 form; expected valid Unicode text",
+                               position=None) from exc
+
+
+def _raise_undecodable(name: str, data: Any, exc: Exception, *, text: bool) -> NoReturn:
+    """What a decoder's typed fast path raised that is not a decode error: a lone surrogate in
+    ``str`` input (``ChunkDecodeError``), input of the wrong type (``InvalidType``); a
+    ``streamkit.errors`` error (a chunk class's own check) goes on as it is."""
+    if isinstance(exc, StreamkitError):
+        raise exc
+    if isinstance(exc, UnicodeEncodeError) and isinstance(data, str):
+        raise ChunkDecodeError(f"malformed JSON: the text holds a lone surrogate "
+                               f"({data[exc.start:exc.end]!r} at index {exc.start}), which has "
+                               f"no UTF-8 form; expected valid Unicode text",
+                               position=None) from exc
+    if isinstance(data, (bytes, bytearray, memoryview, str)):
+        raise ChunkDecodeError(f"invalid chunk: {type(exc).__name__}: {exc}",
+                               position=None) from exc
+    kinds = "bytes, bytearray, memoryview" + (" or str" if text else "")
+    raise InvalidType(f"{name} takes {kinds}, got {type(data).__name__}") from None
 
 
 def _too_deep(kind: str, exc: RecursionError) -> ChunkDecodeError:
@@ -344,6 +386,8 @@ class SSEParser:
 
         Raises:
             ChunkDecodeError: a line or an event's data grew beyond ``max_event_bytes``.
+            InvalidType: ``data`` is not bytes, bytearray or memoryview (a ``str`` too: the
+                stream's bytes are decoded here, as UTF-8).
         """
         lines = self._lines(data)
         if not lines:
@@ -393,9 +437,9 @@ class SSEParser:
 
         Only ``data`` is scanned: what was buffered is known to hold no line break.
         """
-        if not data:
+        chunk = data if data.__class__ is bytes else _bytes_of("SSEParser.feed", data, text=False)
+        if not chunk:
             return []
-        chunk = data if data.__class__ is bytes else bytes(data)
         if self._skip_lf:  # the previous read ended with "\r"; a "\n" here belongs to it
             self._skip_lf = False
             if chunk[:1] == b"\n":
@@ -517,9 +561,10 @@ async def iter_sse(source: AsyncIterable[bytes], *,
     Raises:
         ChunkDecodeError: an event is not a valid chunk, is longer than ``max_event_bytes``,
             or the stream ended inside an event.
+        InvalidType: ``source`` is not an async iterable, or it gave something not bytes-like.
     """
     parser = SSEParser(max_event_bytes=max_event_bytes)
-    iterator = aiter(source)
+    iterator = _aiter(source, "iter_sse")
     try:
         async for block in iterator:
             for data in parser.feed(block):
@@ -531,6 +576,14 @@ async def iter_sse(source: AsyncIterable[bytes], *,
         aclose = getattr(iterator, "aclose", None)
         if aclose is not None:
             await aclose()
+
+
+def _aiter(source: Any, name: str) -> AsyncIterator[Any]:
+    try:
+        return aiter(source)
+    except TypeError:
+        raise InvalidType(f"{name} reads an async iterable of bytes (a response body), got "
+                          f"{type(source).__name__}") from None
 
 
 # --- JSON lines ------------------------------------------------------------------------------
@@ -547,18 +600,27 @@ def encode_jsonl(chunk: Chunk) -> bytes:
     return _encode_with_extra_keys(chunk, _json_encode, ()) + b"\n"
 
 
-def decode_jsonl(data: bytes | str) -> list[Chunk]:
+def decode_jsonl(data: bytes | bytearray | memoryview | str) -> list[Chunk]:
     """Decode every non-blank line of a JSON-lines document.
 
     Raises:
         ChunkDecodeError: as :func:`decode`, with ``line`` (1-based) set and named in the message.
+        InvalidType: ``data`` is not bytes, bytearray, memoryview or str.
 
     Example:
         >>> lines = b'{"type":"data-a","data":1}\\n\\n{"type":"data-b","data":2}'
         >>> [chunk.type for chunk in decode_jsonl(lines)]
         ['data-a', 'data-b']
     """
-    raw = data.encode() if isinstance(data, str) else data
+    if data.__class__ is bytes:
+        raw = data
+    elif isinstance(data, str):
+        try:
+            raw = data.encode()
+        except UnicodeEncodeError as exc:
+            _raise_undecodable("decode_jsonl", data, exc, text=True)
+    else:
+        raw = _bytes_of("decode_jsonl", data, text=True)
     chunks: list[Chunk] = []
     for number, line in enumerate(raw.split(b"\n"), 1):
         chunk = _decode_line(line, number)
@@ -581,13 +643,20 @@ async def iter_jsonl(source: AsyncIterable[bytes], *,
 
     Raises:
         ChunkDecodeError: as :func:`decode_jsonl`, or a line longer than ``max_line_bytes``.
+        InvalidType: ``source`` is not an async iterable, or it gave something not bytes-like.
+        InvalidArgument: ``max_line_bytes`` is not an int >= 1 or None.
     """
+    if max_line_bytes is not None and (type(max_line_bytes) is not int or max_line_bytes < 1):
+        raise InvalidArgument(f"max_line_bytes must be an int >= 1 or None, got "
+                              f"{max_line_bytes!r}")
     pieces: list[bytes] = []
     pending = 0
     number = 0
-    iterator = aiter(source)
+    iterator = _aiter(source, "iter_jsonl")
     try:
         async for block in iterator:
+            if block.__class__ is not bytes:
+                block = _bytes_of("iter_jsonl: each read", block, text=False)
             end = block.rfind(b"\n")
             if end < 0:
                 pieces.append(block)
@@ -615,6 +684,15 @@ async def iter_jsonl(source: AsyncIterable[bytes], *,
         aclose = getattr(iterator, "aclose", None)
         if aclose is not None:
             await aclose()
+
+
+def _bytes_of(name: str, data: Any, *, text: bool) -> bytes:
+    """``data`` (not ``bytes``: the callers test that first, the common case) as bytes, or the
+    ``InvalidType`` that names what was expected."""
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    kinds = "bytes, bytearray, memoryview" + (" or str" if text else "")
+    raise InvalidType(f"{name} takes {kinds}, got {type(data).__name__}")
 
 
 def _line_too_long(number: int, limit: int) -> ChunkDecodeError:

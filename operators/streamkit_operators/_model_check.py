@@ -30,7 +30,10 @@ log = logging.getLogger("streamkit_operators")
 
 ERROR_STRATEGIES = ("warn", "strict")
 
-_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?```", re.S)
+# Possessive language tag and whitespace: a closing fence cannot start inside them, so giving
+# them back never helps, and without a closing fence the search stays linear (with backtracking
+# into them it was quadratic in a run of spaces after an opening fence).
+_FENCE = re.compile(r"```[a-zA-Z0-9_-]*+\s*+\n?(.*?)\n?```", re.S)
 
 
 class ModelAnswerError(StreamkitError, ValueError):

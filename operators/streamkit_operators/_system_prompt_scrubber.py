@@ -69,7 +69,18 @@ _SCHEMA: dict[str, Any] = {
     "required": ["detections"],
 }
 
-_SENTENCE_END = re.compile(r"[.!?。！？\n][\"')\]]*\s*$")
+_TERMINATORS = ".!?。！？\n"
+
+
+def _ends_sentence(text: str) -> bool:
+    """Whether ``text`` ends a sentence: a terminator, closing quotes or brackets, whitespace
+    (what ``[.!?。！？\\n]["')\\]]*\\s*$`` matches). Written out because that regex, searched,
+    is quadratic in a run of newlines (each one starts a match that reads to the end)."""
+    body = text.rstrip()
+    if "\n" in text[len(body):]:
+        return True  # a trailing newline is itself a terminator
+    body = body.rstrip("\"')]")
+    return bool(body) and body[-1] in _TERMINATORS
 
 
 class SystemPromptScrubber(Processor):
@@ -264,7 +275,7 @@ class SystemPromptScrubber(Processor):
             return out or None
         held.append(part)
         size = sum(len(c.payload.text) for c in held)
-        if size >= self.buffer_size or _SENTENCE_END.search(part.payload.text):
+        if size >= self.buffer_size or _ends_sentence(part.payload.text):
             return await self._release(state, message_list, abort) or None
         return None
 
