@@ -52,6 +52,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..errors import StreamkitError
+
 if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import AsyncConnectionPool
@@ -193,4 +195,5 @@ async def transact(pool: AsyncConnectionPool, call: Call,
                 await conn.close()  # never back into the pool mid-transaction
             await pool.putconn(conn)  # a closed connection is dropped, a new one opened
             call.conn = None
-    raise AssertionError("unreachable: the last attempt returns or raises")
+    raise StreamkitError("streamkit bug: transact() left its retry loop without returning "
+                         "or raising")
