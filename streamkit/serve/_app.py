@@ -26,6 +26,7 @@ from ..agent import Agent, AgentStream
 from ..chunks import ErrorChunk
 from ..errors import InvalidArgument, InvalidType, StreamkitError
 from ..memory import Memory
+from ._limits import DEFAULT_LIMITS, Limits, RequestLimits
 from ._mastra import MastraAPI, error_response
 from ._requests import parse_chat_call, read_json
 from ._sse import DONE, EventStream, SSEResponse
@@ -118,7 +119,8 @@ def _agents_by_id(agents: Agent | Iterable[Agent] | Mapping[str, Agent]) -> dict
 
 def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
                memory: Memory | None = None, heartbeat: float = 15.0,
-               queue_size: int = 32, allow_origins: Sequence[str] = ("*",)) -> Starlette:
+               queue_size: int = 32, allow_origins: Sequence[str] = ("*",),
+               limits: Limits | None = None) -> Starlette:
     """An ASGI app serving ``agents`` to ``@mastra/client-js`` and the AI SDK's ``useChat``.
 
     Routes: ``GET /api/agents``, ``GET /api/agents/{id}``, ``POST /api/agents/{id}/generate``,
@@ -137,10 +139,14 @@ def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
         allow_origins: origins whose pages may call the app (CORS). Default ``("*")``, as
             Mastra's server answers (``access-control-allow-origin: *``), so a chat UI served
             from another origin (a dev server) can stream; ``()`` turns CORS off.
+        limits: the bounds on requests and connections (default ``Limits()``: 4 MiB bodies,
+            JSON 100 deep, 100 headers, deadlines; see ``Limits`` and docs/serving.md). The app
+            enforces the request-level ones under any server; ``python -m streamkit serve``
+            and ``uvicorn_config(app)`` apply the connection-level ones.
 
     Raises:
         UsageError: no agents, two agents with one id, something that is not an ``Agent``, or
-            a bad ``heartbeat``/``queue_size``.
+            a bad ``heartbeat``/``queue_size``, ``limits`` that is not a ``Limits``.
 
     Example:
         >>> app = create_app([support_agent], memory=memory)
@@ -157,6 +163,11 @@ def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
     if isinstance(allow_origins, str) or not all(isinstance(o, str) for o in allow_origins):
         raise InvalidType(f"allow_origins must be a list of origin strings, got "
                           f"{allow_origins!r}")
+    if limits is None:
+        limits = DEFAULT_LIMITS
+    elif not isinstance(limits, Limits):
+        raise InvalidType(f"limits must be a streamkit.serve.Limits, got "
+                          f"{type(limits).__name__}")
     api = MastraAPI(by_id, memory=memory, heartbeat=float(heartbeat), queue_size=queue_size)
     chat = _Chat(by_id, heartbeat=float(heartbeat), queue_size=queue_size)
     page = chat_page()
@@ -168,6 +179,8 @@ def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
         CORSMiddleware, allow_origins=list(allow_origins), allow_methods=["*"],
         allow_headers=["*"], expose_headers=["Content-Length", "X-Requested-With"])] \
         if allow_origins else []
+    # Inside CORS, so a browser can read the 413/408/400 a limit answers.
+    middleware.append(Middleware(RequestLimits, limits=limits))
     app = Starlette(routes=[
         Route("/", index, methods=["GET"]),
         Route("/chat/{agent_id}", chat.handle, methods=["POST"]),
@@ -175,5 +188,6 @@ def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
     ], middleware=middleware)
     app.state.agents = by_id
     app.state.memory = memory
+    app.state.limits = limits
     return app
 
