@@ -79,8 +79,8 @@ _LIMIT_FLAGS: list[tuple[str, type, str]] = [
                                     "(default 5)"),
     ("--send-timeout", float, "seconds a client may stop reading before it is dropped and "
                               "its run cancelled (default 30)"),
-    ("--max-connections", int, "most open connections (default: 3/4 of the open-file "
-                               "limit)"),
+    ("--max-connections", int, "most open connections (default: from the open-file limit, "
+                               "640 under 1,024)"),
 ]
 
 

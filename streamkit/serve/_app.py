@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from importlib import resources
+from typing import Any
 
 import msgspec
 from starlette.applications import Starlette
@@ -37,6 +38,18 @@ __all__ = ["create_app", "ui_frames", "chat_page"]
 _encode = msgspec.json.Encoder().encode
 
 
+def _ui_frame(part: dict[str, Any]) -> bytes:
+    """``data: <JSON>\n\n``; a part that cannot be encoded (a lone surrogate in a model's
+    text) is a typed error, so the stream reports it in-band and still ends with ``[DONE]``
+    (as ``_mastra.sse_frame`` does through ``wire.encode``)."""
+    try:
+        return b"data: " + _encode(part) + b"\n\n"
+    except (UnicodeEncodeError, RecursionError, TypeError, ValueError) as exc:
+        raise InvalidArgument(f"UI chunk {part.get('type')!r} cannot be encoded: "
+                              f"{type(exc).__name__}: {exc}; text must be valid Unicode "
+                              f"and values nested at most a few hundred levels") from None
+
+
 async def ui_frames(stream: AgentStream) -> AsyncIterator[bytes]:
     """The chat route's body: each UI chunk as ``data: <JSON>\\n\\n``, then ``data: [DONE]``.
 
@@ -50,7 +63,7 @@ async def ui_frames(stream: AgentStream) -> AsyncIterator[bytes]:
             if not sent and isinstance(chunk, ErrorChunk):
                 await stream.result()  # a run that failed before it started: raises why
             for part in ui.convert(chunk):
-                yield b"data: " + _encode(part) + b"\n\n"
+                yield _ui_frame(part)
                 sent = True
     except StreamkitError as exc:
         if not sent:
@@ -59,7 +72,7 @@ async def ui_frames(stream: AgentStream) -> AsyncIterator[bytes]:
     finally:
         await stream.aclose()
     for part in ui.close():
-        yield b"data: " + _encode(part) + b"\n\n"
+        yield _ui_frame(part)
     yield DONE
 
 

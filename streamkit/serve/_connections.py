@@ -8,9 +8,10 @@ is held to inside the app (``_limits.RequestLimits``: body size, body deadline, 
 
 What uvicorn (0.55, h11) bounds by itself, and what it does not:
 
-* The request line plus headers: h11's ``max_incomplete_event_size`` (set here from
-  ``Limits.max_header_bytes``); above it uvicorn answers 400 and closes. The header *count* is
-  bounded by that size, and checked by ``RequestLimits``.
+* A request head still incomplete at h11's ``max_incomplete_event_size`` (set here from
+  ``Limits.max_header_bytes``): uvicorn answers 400 and closes. h11 checks only heads still
+  arriving (one that comes whole in one read, up to asyncio's 256 KiB, is parsed), so the
+  size and count of complete heads are checked by ``RequestLimits`` (431).
 * Keep-alive idle time: ``timeout_keep_alive``, armed only once a response is complete.
 * Nothing else. A connection that never sends a byte, or sends its headers one byte at a time,
   is never timed out; a response to a client that stopped reading waits in ``drain()``
@@ -32,8 +33,12 @@ What ``GuardedH11Protocol`` adds:
 * **Connection bound.** Above ``max_connections`` open connections, the oldest connection
   that is not in a request (one that has not sent its headers yet, else an idle keep-alive
   one) is closed to make room; when every connection is in a request, the new one is closed.
-  An idle flood so only displaces idle connections, and the process never runs out of file
-  descriptors.
+  An idle flood so only displaces idle connections. asyncio accepts up to ``backlog``
+  connections in one go before the protocol sees any, so the default bound leaves room for
+  one such batch (and the backlog is sized from the open-file limit): the process does not
+  run out of file descriptors (measured: 300 flooding connections under a 128-file limit,
+  uvicorn alone fails ``accept()`` with EMFILE tens of thousands of times and never serves
+  the next client; with this, no EMFILE and the client is served).
 
 Decision: connections evicted or timed out while waiting for headers are closed without a
 response (as nginx does on ``client_header_timeout``): there is no request to answer yet.
@@ -52,21 +57,30 @@ from uvicorn.server import ServerState
 
 from ._limits import DEFAULT_LIMITS, Limits
 
-__all__ = ["GuardedH11Protocol", "GuardedConfig", "uvicorn_config", "connection_cap"]
+__all__ = ["GuardedH11Protocol", "GuardedConfig", "uvicorn_config", "connection_cap",
+           "accept_batch"]
 
-#: File descriptors kept free for what runs need (stores, model connections) at the least.
-_FD_RESERVE = 32
+def _open_files() -> int:
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return 1 << 20 if soft == resource.RLIM_INFINITY else soft
+
+
+def accept_batch() -> int:
+    """The listen backlog, which is also how many connections asyncio accepts in one go
+    (``for _ in range(backlog): sock.accept()``) before any of them reaches the protocol: an
+    eighth of the open-file limit (8 to 2,048, uvicorn's default)."""
+    return max(8, min(2048, _open_files() // 8))
 
 
 def connection_cap(limits: Limits) -> int:
-    """``limits.max_connections``, or three quarters of the open-file limit when it is ``None``
-    (never below 16)."""
+    """``limits.max_connections``, or, when it is ``None``, what the open-file limit leaves
+    once a quarter of it (at least 32) is kept for what runs open (stores, model connections)
+    and one accept batch is kept for connections not yet seen by the protocol (never below
+    16)."""
     if limits.max_connections is not None:
         return limits.max_connections
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY:
-        return 65536
-    return max(16, min(soft * 3 // 4, soft - _FD_RESERVE))
+    files = _open_files()
+    return max(16, files - max(32, files // 4) - accept_batch())
 
 
 class _Table:
@@ -93,6 +107,7 @@ class GuardedConfig(uvicorn.Config):
         options.setdefault("http", GuardedH11Protocol)
         options.setdefault("timeout_keep_alive", limits.keep_alive_timeout)
         options.setdefault("h11_max_incomplete_event_size", limits.max_header_bytes)
+        options.setdefault("backlog", accept_batch())
         super().__init__(app, **options)
         self.limits = limits
         self.table = _Table(connection_cap(limits))

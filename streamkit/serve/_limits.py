@@ -2,19 +2,25 @@
 the ASGI middleware that holds each request to the request-level ones.
 
 What belongs here: the limits themselves and what the *app* enforces under any ASGI server —
-the header count, the body size (413), the time to receive the body (408), the JSON shape of a
-body (nesting depth, lone surrogates: 400). What does not: the limits only the *connection* can
-enforce (the time to receive the headers, keep-alive idle time, the connection count, the send
-deadline for a client that stops reading): ``_server`` puts those on uvicorn's protocol.
+the header count and size (431), the body size (413), the time to receive the body (408), the
+JSON shape of a body (nesting depth, lone surrogates: 400). What does not: the limits only the
+*connection* can enforce (the time to receive the headers, keep-alive idle time, the
+connection count, the send deadline for a client that stops reading): ``_connections`` puts
+those on uvicorn's protocol.
 
 How a body is read: ``Content-Length`` is checked before a byte is read; then the body is read
-into memory, counting, and reading stops at the first chunk that crosses ``max_body_bytes`` (a
-chunked body has no length to check up front), so one request holds at most the limit plus
+into memory, counting, and buffering stops at the first chunk that crosses ``max_body_bytes``
+(a chunked body has no length to check up front), so one request holds at most the limit plus
 one chunk. Errors carry ``connection: close``: the rest of the body is never read, so the
 connection cannot be reused. The body then goes to the route as it came (one
 ``http.request`` message); later ``receive()`` calls reach the server (disconnects).
 
 Decisions:
+    * After a chunked body crosses the limit, up to ``_DISCARD_BYTES`` (256 KiB) more are read
+      and thrown away before the 413 is sent (Go's ``net/http`` does the same): closing a
+      socket with unread data makes the kernel reset the connection and drop the answer, so a
+      client whose body was only a little too large would see a reset instead of the 413. A
+      body larger still is cut off: its client may see a reset, but the server reads no more.
     * ``max_body_bytes`` defaults to 4 MiB, the default Mastra's MCP server answers 413 above:
       a chat body resends the whole history, and files travel in it as data URLs, so 1 MiB
       (a common web default) would refuse ordinary conversations with one photo.
@@ -51,15 +57,17 @@ class Limits:
     """Every bound the server puts on a request or a connection, with its default.
 
     Request-level (enforced by the app, under any ASGI server): ``max_body_bytes`` (413),
-    ``body_timeout`` (408), ``max_headers`` (431), ``max_json_depth`` (400). Connection-level
-    (enforced by ``python -m streamkit serve`` and ``uvicorn_config``): ``max_header_bytes``,
-    ``header_timeout``, ``keep_alive_timeout``, ``send_timeout``, ``max_connections``.
+    ``body_timeout`` (408), ``max_headers`` and ``max_header_bytes`` (431), ``max_json_depth``
+    (400). Connection-level (enforced by ``python -m streamkit serve`` and ``uvicorn_config``):
+    ``max_header_bytes`` for a head still arriving, ``header_timeout``, ``keep_alive_timeout``,
+    ``send_timeout``, ``max_connections``.
 
     Args:
         max_body_bytes: largest request body, in bytes.
         max_json_depth: deepest nesting of arrays/objects in a JSON body.
         max_headers: most request headers.
-        max_header_bytes: largest request line plus headers, in bytes (above: 400, closed).
+        max_header_bytes: largest request headers, in bytes (above: 431; a head still
+            incomplete at this size: uvicorn's 400, closed).
         header_timeout: seconds from a connection's first byte of a request (or its opening)
             to the end of the headers; a client that trickles headers is closed after it.
         body_timeout: seconds to receive the whole body once the headers are in.
@@ -68,9 +76,9 @@ class Limits:
             socket buffers full); then the connection is dropped and its run cancelled, as on a
             disconnect.
         max_connections: most open connections; above it the oldest connection that is not
-            in a request is closed to make room. ``None`` (default): three quarters of the
-            process's open-file limit, so the files, database and model connections the runs
-            need still open under a flood.
+            in a request is closed to make room. ``None`` (default): derived from the
+            process's open-file limit (a quarter kept for the files, database and model
+            connections runs open, an eighth for one accept batch: 640 under 1,024 files).
 
     Raises:
         InvalidArgument: a limit that is not a positive number.
@@ -187,6 +195,10 @@ class _TooLarge(Exception):
     pass
 
 
+#: Bytes read and thrown away after a chunked body crosses the limit (module docstring).
+_DISCARD_BYTES = 256 * 1024
+
+
 class RequestLimits:
     """ASGI middleware holding every HTTP request to the request-level ``Limits`` (see the
     module docstring).
@@ -210,12 +222,19 @@ class RequestLimits:
             await _refuse(send, 431, f"Request has too many headers: {len(headers)}; the "
                                      f"limit is {limits.max_headers}")
             return
+        size = 0
+        declared = b""
         for name, value in headers:
+            size += len(name) + len(value) + 4  # as sent: "name: value\r\n"
             if name == b"content-length":
-                if value.isdigit() and int(value) > limits.max_body_bytes:
-                    await _refuse(send, 413, _too_large(limits))
-                    return
-                break
+                declared = value
+        if size > limits.max_header_bytes:
+            await _refuse(send, 431, f"Request headers too large: {size} bytes; the limit is "
+                                     f"{limits.max_header_bytes}")
+            return
+        if declared.isdigit() and int(declared) > limits.max_body_bytes:
+            await _refuse(send, 413, _too_large(limits))
+            return
         try:
             async with asyncio.timeout(limits.body_timeout):
                 first = await _read_body(receive, limits.max_body_bytes)
@@ -271,10 +290,18 @@ async def _read_body(receive: Receive, limit: int) -> Message:
         chunk: bytes = message.get("body", b"")
         size += len(chunk)
         if size > limit:
+            await _discard(receive, message, _DISCARD_BYTES)
             raise _TooLarge
         parts.append(chunk)
         if not message.get("more_body", False):
             return {"type": "http.request", "body": b"".join(parts), "more_body": False}
+
+
+async def _discard(receive: Receive, message: Message, budget: int) -> None:
+    """Read and drop the rest of a body, up to ``budget`` bytes (module docstring)."""
+    while message["type"] == "http.request" and message.get("more_body", False) and budget > 0:
+        message = await receive()
+        budget -= len(message.get("body", b""))
 
 
 async def _refuse(send: Send, status: int, error: str, **extra: Any) -> None:
