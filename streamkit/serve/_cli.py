@@ -84,6 +84,10 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+#: Connections the kernel queues before they are accepted (uvicorn's default backlog).
+_KERNEL_BACKLOG = 2048
+
+
 class _Server(uvicorn.Server):
     """uvicorn's server, announcing itself once it accepts connections."""
 
@@ -94,6 +98,11 @@ class _Server(uvicorn.Server):
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
+        for sock in sockets or []:
+            # asyncio accepts ``backlog`` connections per wake-up (``_connections``: kept small
+            # so a burst cannot exhaust file descriptors); the kernel's queue may be long:
+            # waiting connections hold no descriptor of ours.
+            sock.listen(_KERNEL_BACKLOG)
         if self.started:
             self._out.write(self._announce)
             self._out.flush()

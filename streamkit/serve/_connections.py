@@ -66,9 +66,11 @@ def _open_files() -> int:
 
 
 def accept_batch() -> int:
-    """The listen backlog, which is also how many connections asyncio accepts in one go
-    (``for _ in range(backlog): sock.accept()``) before any of them reaches the protocol: an
-    eighth of the open-file limit (8 to 2,048, uvicorn's default)."""
+    """The ``backlog`` given to asyncio, which is also how many connections it accepts in one
+    go (``for _ in range(backlog): sock.accept()``) before any of them reaches the protocol:
+    an eighth of the open-file limit (8 to 2,048, uvicorn's default). ``python -m streamkit
+    serve`` then lengthens the kernel's queue back to 2,048 (``listen()`` again): a queued
+    connection holds no descriptor, and a short queue would make clients retry their SYN."""
     return max(8, min(2048, _open_files() // 8))
 
 

@@ -236,18 +236,20 @@ def _depth(value: Any) -> int:
     return 0
 
 
+# Strings full of what the depth check must see through: brackets, quotes, backslashes.
+tricky = st.text(alphabet='[]{}"\\/ax\u00e9\U0001F600', max_size=6)
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=3),
+    st.none() | st.booleans() | st.integers() | tricky,
     lambda children: st.lists(children, max_size=3) | st.dictionaries(
-        st.text(max_size=2), children, max_size=3),
+        tricky, children, max_size=3),
     max_leaves=40)
 
 
 @settings(max_examples=300, deadline=None)
-@given(value=json_values, limit=st.integers(1, 12))
-def test_check_json_refuses_exactly_the_values_deeper_than_the_limit(value: Any,
-                                                                    limit: int) -> None:
-    body = json.dumps(value).encode()
+@given(value=json_values, limit=st.integers(1, 12), ascii=st.booleans())
+def test_check_json_refuses_exactly_the_values_deeper_than_the_limit(value: Any, limit: int,
+                                                                    ascii: bool) -> None:
+    body = json.dumps(value, ensure_ascii=ascii).encode()
     if _depth(value) > limit:
         with pytest.raises(InvalidArgument) as caught:
             check_json(body, max_depth=limit)
