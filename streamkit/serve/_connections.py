@@ -55,6 +55,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import ServerState
 
+from ..errors import InvalidType
 from ._limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["GuardedH11Protocol", "GuardedConfig", "uvicorn_config", "connection_cap",
@@ -117,15 +118,19 @@ class GuardedConfig(uvicorn.Config):
 
 class GuardedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with a header deadline, a send deadline and a connection bound
-    (see the module docstring). Used through ``GuardedConfig``; under a plain ``Config`` it
-    applies the default ``Limits``."""
+    (see the module docstring). Used through ``GuardedConfig`` (``uvicorn_config``).
+
+    Raises:
+        InvalidType: given a plain ``uvicorn.Config``.
+    """
 
     def __init__(self, config: uvicorn.Config, server_state: ServerState,
                  app_state: dict[str, Any], _loop: asyncio.AbstractEventLoop | None = None
                  ) -> None:
         super().__init__(config, server_state, app_state, _loop)
         if not isinstance(config, GuardedConfig):
-            raise TypeError("GuardedH11Protocol needs a GuardedConfig (use uvicorn_config())")
+            raise InvalidType(f"GuardedH11Protocol needs a GuardedConfig, got "
+                              f"{type(config).__name__}; build it with uvicorn_config(app)")
         self._limits = config.limits
         self._table = config.table
         self._head_timer: asyncio.TimerHandle | None = None

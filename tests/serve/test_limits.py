@@ -460,13 +460,14 @@ def test_an_idle_and_slow_loris_flood_does_not_lock_out_a_keep_alive_client() ->
     # half sending a request head that never ends) and replaces every one the server closes.
     with serving("--demo", "--memory", ":memory:", "--header-timeout", "3",
                  preexec_fn=file_limit(FILES)) as url:
-        asyncio.run(_flood_and_serve(url))
+        asyncio.run(asyncio.wait_for(_flood_and_serve(url), 6 * WAIT))
 
 
 async def _flood_and_serve(url: str) -> None:
     host, port = url.removeprefix("http://").split(":")
     heads = [b"", b"POST /api/agents/support/stream HTTP/1.1\r\nhost: x\r\n"]
-    held = [await _hold(host, int(port), heads[i % 2]) for i in range(FLOOD)]
+    held = list(await asyncio.gather(*(_hold(host, int(port), heads[i % 2])
+                                       for i in range(FLOOD))))
     replaced = 0
 
     async def keep_flooding() -> None:
