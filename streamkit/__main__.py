@@ -45,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--resource-header", metavar="NAME",
                        help="take each request's resource (whose threads it may use) from this "
                             "header, as set by your authenticating proxy")
+    for flag, kind, what in _LIMIT_FLAGS:  # default: streamkit.serve.Limits()
+        serve.add_argument(flag, type=kind, metavar="N" if kind is int else "SECONDS",
+                           help=what)
     replay_cli.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "replay":
@@ -67,17 +70,37 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if result.error is None else 1
 
 
+#: ``serve`` options overriding one ``streamkit.serve.Limits`` field each (docs/serving.md).
+_LIMIT_FLAGS: list[tuple[str, type, str]] = [
+    ("--max-body-bytes", int, "largest request body (default 4 MiB; above: 413)"),
+    ("--max-json-depth", int, "deepest JSON nesting in a body (default 100; above: 400)"),
+    ("--max-headers", int, "most request headers (default 100; above: 431)"),
+    ("--max-header-bytes", int, "largest request line plus headers (default 16 KiB)"),
+    ("--header-timeout", float, "seconds to receive a request's headers (default 10)"),
+    ("--body-timeout", float, "seconds to receive a request's body (default 30; then 408)"),
+    ("--keep-alive-timeout", float, "seconds an idle keep-alive connection is kept "
+                                    "(default 5)"),
+    ("--send-timeout", float, "seconds a client may stop reading before it is dropped and "
+                              "its run cancelled (default 30)"),
+    ("--max-connections", int, "most open connections (default: from the open-file limit, "
+                               "640 under 1,024)"),
+]
+
+
 def _serve(args: argparse.Namespace) -> int:
     try:
-        from .serve import serve
+        from .serve import Limits, serve
     except ImportError as exc:
         print(f"error: serving needs the serve extra (pip install 'streamkit[serve]'): {exc}",
               file=sys.stderr)
         return 2
     try:
+        given = {flag[2:].replace("-", "_"): getattr(args, flag[2:].replace("-", "_"))
+                 for flag, _, _ in _LIMIT_FLAGS}
+        limits = Limits(**{name: value for name, value in given.items() if value is not None})
         return serve(args.targets, demo=args.demo, host=args.host, port=args.port,
                      memory_path=args.memory, heartbeat=args.heartbeat,
-                     resource_header=args.resource_header)
+                     resource_header=args.resource_header, limits=limits)
     except StreamkitError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -86,7 +86,8 @@ INTENDED: dict[str, set[str]] = {
         "DEFAULT_ENCODING",
     },
     "streamkit.memory": {"Memory", "SQLiteStore", "PostgresStore", "MessageStore", "Thread"},
-    "streamkit.serve": {"create_app", "serve", "load_target", "UIMessageStream"},
+    "streamkit.serve": {"create_app", "serve", "load_target", "UIMessageStream", "Limits",
+                        "uvicorn_config"},
     "streamkit.models": {
         "Model", "ModelRequest", "ToolSpec", "ScriptedModel", "FunctionModel", "text",
         "tool_call", "reasoning", "api_error", "resolve_model", "complete", "OpenAIChatModel",

@@ -7,8 +7,10 @@ extra (``pip install 'streamkit[serve]'``: Starlette and uvicorn).
 
 Modules: ``_app`` (the app, the chat route, the page), ``_mastra`` (Mastra's routes and JSON),
 ``_ui_stream`` (Mastra chunks → UI chunks), ``_requests`` (request bodies → ``Agent.stream``
-arguments, UI messages → messages), ``_sse`` (backpressure, heartbeats, disconnects), ``_cli``
-(the command), ``page.html`` (the page).
+arguments, UI messages → messages), ``_sse`` (backpressure, heartbeats, disconnects),
+``_limits`` (``Limits``; body size, body deadline, header count, JSON shape), ``_connections``
+(header, keep-alive and send deadlines, the connection bound, on uvicorn), ``_cli`` (the
+command), ``page.html`` (the page).
 
 Example:
     >>> from streamkit.serve import create_app
@@ -18,6 +20,8 @@ Example:
 
 from ._app import create_app
 from ._cli import load_target, serve
+from ._connections import uvicorn_config
+from ._limits import Limits
 from ._ui_stream import UIMessageStream
 
-__all__ = ["create_app", "serve", "load_target", "UIMessageStream"]
+__all__ = ["create_app", "serve", "load_target", "UIMessageStream", "Limits", "uvicorn_config"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
 from importlib import resources
+from typing import Any
 
 import msgspec
 from starlette.applications import Starlette
@@ -27,6 +28,7 @@ from ..agent import Agent, AgentStream
 from ..chunks import ErrorChunk
 from ..errors import InvalidArgument, InvalidType, StreamkitError
 from ..memory import Memory
+from ._limits import DEFAULT_LIMITS, Limits, RequestLimits
 from ._mastra import MastraAPI, error_response
 from ._requests import parse_chat_call, read_json
 from ._sse import DONE, EventStream, SSEResponse
@@ -36,6 +38,18 @@ from ._ui_stream import UI_MESSAGE_STREAM_HEADERS, UIMessageStream
 __all__ = ["create_app", "ui_frames", "chat_page"]
 
 _encode = msgspec.json.Encoder().encode
+
+
+def _ui_frame(part: dict[str, Any]) -> bytes:
+    """``data: <JSON>\n\n``; a part that cannot be encoded (a lone surrogate in a model's
+    text) is a typed error, so the stream reports it in-band and still ends with ``[DONE]``
+    (as ``_mastra.sse_frame`` does through ``wire.encode``)."""
+    try:
+        return b"data: " + _encode(part) + b"\n\n"
+    except (UnicodeEncodeError, RecursionError, TypeError, ValueError) as exc:
+        raise InvalidArgument(f"UI chunk {part.get('type')!r} cannot be encoded: "
+                              f"{type(exc).__name__}: {exc}; text must be valid Unicode "
+                              f"and values nested at most a few hundred levels") from None
 
 
 async def ui_frames(stream: AgentStream) -> AsyncIterator[bytes]:
@@ -51,7 +65,7 @@ async def ui_frames(stream: AgentStream) -> AsyncIterator[bytes]:
             if not sent and isinstance(chunk, ErrorChunk):
                 await stream.result()  # a run that failed before it started: raises why
             for part in ui.convert(chunk):
-                yield b"data: " + _encode(part) + b"\n\n"
+                yield _ui_frame(part)
                 sent = True
     except StreamkitError as exc:
         if not sent:
@@ -60,7 +74,7 @@ async def ui_frames(stream: AgentStream) -> AsyncIterator[bytes]:
     finally:
         await stream.aclose()
     for part in ui.close():
-        yield b"data: " + _encode(part) + b"\n\n"
+        yield _ui_frame(part)
     yield DONE
 
 
@@ -127,7 +141,8 @@ def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
                queue_size: int = 32, allow_origins: Sequence[str] = ("*",),
                resource: ResourceHook | None = None,
                request_context: ContextHook | None = None,
-               client_context_keys: Collection[str] | None = None) -> Starlette:
+               client_context_keys: Collection[str] | None = None,
+               limits: Limits | None = None) -> Starlette:
     """An ASGI app serving ``agents`` to ``@mastra/client-js`` and the AI SDK's ``useChat``.
 
     Routes: ``GET /api/agents``, ``GET /api/agents/{id}``, ``POST /api/agents/{id}/generate``,
@@ -164,11 +179,15 @@ def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
             keys (e.g. ``ResponseCache.context(scope=tenant)``).
         client_context_keys: the only ``requestContext`` keys a client may send (any other is
             ``400``); default ``None``: any key that is not reserved.
+        limits: the bounds on requests and connections (default ``Limits()``: 4 MiB bodies,
+            JSON 100 deep, 100 headers, deadlines; see ``Limits`` and docs/serving.md). The app
+            enforces the request-level ones under any server; ``python -m streamkit serve``
+            and ``uvicorn_config(app)`` apply the connection-level ones.
 
     Raises:
         UsageError: no agents, two agents with one id, something that is not an ``Agent``, a
-            bad ``heartbeat``/``queue_size``, a hook that is not callable, or a reserved key in
-            ``client_context_keys``.
+            bad ``heartbeat``/``queue_size``, a hook that is not callable, a reserved key in
+            ``client_context_keys``, or ``limits`` that is not a ``Limits``.
 
     Example:
         >>> app = create_app([support_agent], memory=memory)
@@ -188,6 +207,11 @@ def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
     if isinstance(allow_origins, str) or not all(isinstance(o, str) for o in allow_origins):
         raise InvalidType(f"allow_origins must be a list of origin strings, got "
                           f"{allow_origins!r}")
+    if limits is None:
+        limits = DEFAULT_LIMITS
+    elif not isinstance(limits, Limits):
+        raise InvalidType(f"limits must be a streamkit.serve.Limits, got "
+                          f"{type(limits).__name__}")
     tenancy = Tenancy(resource=resource, request_context=request_context,
                       client_context_keys=client_context_keys)
     api = MastraAPI(by_id, memory=memory, heartbeat=float(heartbeat), queue_size=queue_size,
@@ -202,6 +226,8 @@ def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
         CORSMiddleware, allow_origins=list(allow_origins), allow_methods=["*"],
         allow_headers=["*"], expose_headers=["Content-Length", "X-Requested-With"])] \
         if allow_origins else []
+    # Inside CORS, so a browser can read the 413/408/400 a limit answers.
+    middleware.append(Middleware(RequestLimits, limits=limits))
     app = Starlette(routes=[
         Route("/", index, methods=["GET"]),
         Route("/chat/{agent_id}", chat.handle, methods=["POST"]),
@@ -209,5 +235,6 @@ def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
     ], middleware=middleware)
     app.state.agents = by_id
     app.state.memory = memory
+    app.state.limits = limits
     return app
 

@@ -2,8 +2,13 @@
 uvicorn.
 
 What belongs here: loading ``module:attribute`` targets, building the demo's memory, running
-uvicorn on a socket bound here (so ``--port 0`` can print the port it got). What does not: the
-app (``_app``); argument parsing lives in ``streamkit.__main__`` with the other commands.
+uvicorn (with streamkit's connection limits, ``_connections``) on a socket bound here (so
+``--port 0`` can print the port it got). What does not: the app (``_app``); argument parsing
+lives in ``streamkit.__main__`` with the other commands.
+
+The ``streamkit serve: http://...`` line is printed once uvicorn accepts connections on the
+socket, never before: a client (or a test) that connects as soon as it reads the line is
+served, not refused.
 
 A TARGET names an ``Agent``, a list or tuple of agents, or a dict of them. ``--demo`` adds the
 demo support agent (id ``support``) with memory in SQLite (``--memory PATH``, default
@@ -30,6 +35,8 @@ from ..agent import Agent
 from ..errors import InvalidArgument, InvalidType
 from ..memory import Memory, SQLiteStore
 from ._app import create_app
+from ._connections import uvicorn_config
+from ._limits import Limits
 
 __all__ = ["load_target", "serve"]
 
@@ -95,16 +102,42 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+#: Connections the kernel queues before they are accepted (uvicorn's default backlog).
+_KERNEL_BACKLOG = 2048
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, announcing itself once it accepts connections."""
+
+    def __init__(self, config: uvicorn.Config, announce: str, out: TextIO) -> None:
+        super().__init__(config)
+        self._announce = announce
+        self._out = out
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        for sock in sockets or []:
+            # asyncio accepts ``backlog`` connections per wake-up (``_connections``: kept small
+            # so a burst cannot exhaust file descriptors); the kernel's queue may be long:
+            # waiting connections hold no descriptor of ours.
+            sock.listen(_KERNEL_BACKLOG)
+        if self.started:
+            self._out.write(self._announce)
+            self._out.flush()
+
+
 def serve(targets: Sequence[str], *, demo: bool = False, host: str = "127.0.0.1",
           port: int = 8000, memory_path: str = "streamkit-demo.sqlite3",
-          heartbeat: float = 15.0, out: TextIO = sys.stdout,
-          resource_header: str | None = None) -> int:
+          heartbeat: float = 15.0, limits: Limits | None = None,
+          out: TextIO = sys.stdout, resource_header: str | None = None) -> int:
     """Serve the agents of ``targets`` (and the demo agent with ``demo``) until interrupted.
 
-    Prints ``streamkit serve: http://HOST:PORT (agents: ...)`` once listening (the real port
-    when ``port`` is 0). Returns the exit status. ``resource_header`` names the request header
-    that carries each request's resource (``create_app(resource=...)``): set it when a proxy
-    that authenticates callers sets that header, never when clients reach the server directly.
+    Prints ``streamkit serve: http://HOST:PORT (agents: ...)`` once accepting connections
+    (the real port when ``port`` is 0). ``limits`` bounds requests and connections (default
+    ``Limits()``; docs/serving.md). Returns the exit status. ``resource_header`` names the
+    request header that carries each request's resource (``create_app(resource=...)``): set it
+    when a proxy that authenticates callers sets that header, never when clients reach the
+    server directly.
 
     Raises:
         UsageError: no target and no ``demo``, a bad target, a port that cannot be bound, a
@@ -118,15 +151,15 @@ def serve(targets: Sequence[str], *, demo: bool = False, host: str = "127.0.0.1"
         agents.append(build_serve_agent(memory))
     if not agents:
         raise InvalidArgument("nothing to serve: give module:attribute targets or --demo")
-    app = create_app(agents, memory=memory, heartbeat=heartbeat, resource=resource)
+    app = create_app(agents, memory=memory, heartbeat=heartbeat, resource=resource,
+                     limits=limits)
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=5)
-    server = uvicorn.Server(config)
-    out.write(f"streamkit serve: http://{shown}:{bound} (agents: "
-              f"{', '.join(a.id for a in agents)})\n")
-    out.flush()
+    config = uvicorn_config(app, log_level="warning", lifespan="off",
+                            timeout_graceful_shutdown=5)
+    server = _Server(config, f"streamkit serve: http://{shown}:{bound} (agents: "
+                             f"{', '.join(a.id for a in agents)})\n", out)
     try:
         asyncio.run(server.serve(sockets=[sock]))
     except KeyboardInterrupt:
