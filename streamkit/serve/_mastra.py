@@ -114,17 +114,20 @@ async def mastra_frames(stream: AgentStream) -> AsyncIterator[bytes]:
 
 
 def error_response(exc: BaseException) -> JSONResponse:
-    """The JSON error for an exception raised before any stream started."""
+    """The JSON error for an exception raised before any stream started. Its text may quote
+    what was refused (a lone surrogate, say): that is escaped (``\\ud800``), never a failed
+    encode."""
     if isinstance(exc, (UsageError, MessageError)) and getattr(exc, "field", None):
         return JSONResponse({"error": "Invalid request body", "issues": issues_of(exc)}, 400)
+    text = str(exc).encode("utf-8", "backslashreplace").decode("utf-8")
     if isinstance(exc, (UsageError, MessageError, ToolError)):
-        return JSONResponse({"error": str(exc)}, 400)
+        return JSONResponse({"error": text}, 400)
     if isinstance(exc, MemoryStoreError) and getattr(exc, "operation", None) == \
             "check the thread":
         # The client named a thread it may not use (the routes check before the run; this is a
         # thread created by another resource since): Mastra's 403, the owner never named.
         return JSONResponse({"error": DENIED}, 403)
-    return JSONResponse({"error": str(exc) or type(exc).__name__}, 500)
+    return JSONResponse({"error": text or type(exc).__name__}, 500)
 
 
 # --------------------------------------------------------------------------------------------
@@ -235,6 +238,19 @@ def output_json(agent: Agent, result: AgentResult, steps: Sequence[dict[str, lis
     return body
 
 
+def _full_output_response(output: dict[str, Any]) -> JSONResponse:
+    """``generate``'s 200. Decision: an answer holding a lone surrogate (a model's text that is
+    not Unicode) is a JSON ``500 {"error": ...}`` saying so, as the stream routes report it in
+    band; Starlette's encoder would raise ``UnicodeEncodeError`` (a text/plain 500)."""
+    try:
+        return JSONResponse(output)
+    except UnicodeEncodeError as exc:
+        return JSONResponse({"error": f"the agent's answer cannot be sent: it holds text that is "
+                                      f"not valid Unicode ({exc.reason} at position "
+                                      f"{exc.start}); expected text without lone surrogates"},
+                            500)
+
+
 def _not_found(agent_id: str) -> JSONResponse:
     return JSONResponse({"error": f"Agent with id {agent_id} not found"}, 404)
 
@@ -316,7 +332,7 @@ class MastraAPI:
         if run.cancelled():
             return Response(status_code=499)  # nobody is listening; nginx's "client closed"
         try:
-            return JSONResponse(run.result())
+            return _full_output_response(run.result())
         except StreamkitError as exc:
             return error_response(exc)
 

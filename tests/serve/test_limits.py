@@ -27,11 +27,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamkit import Agent
-from streamkit.errors import InvalidArgument
+from streamkit.errors import APICallError, InvalidArgument, MemoryStoreError
 from streamkit.memory import Memory, SQLiteStore
 from streamkit.models import ModelRequest
 from streamkit.serve import Limits, create_app, uvicorn_config
 from streamkit.serve._limits import check_json
+from streamkit.serve._mastra import error_response
 from streamkit.testing import FunctionModel, text
 
 from ._server import running
@@ -316,6 +317,28 @@ async def test_a_stream_that_fails_mid_way_reports_it_and_still_ends_with_done(
     assert any(e["type"] == "text-delta" for e in events)  # it failed mid-way
     assert any(e["type"] == "error" for e in events)
     assert response.text.endswith("data: [DONE]\n\n")
+
+
+async def test_generate_of_an_answer_that_is_not_unicode_is_a_json_500() -> None:
+    # The same model text on /generate: no stream to report it in, so the 500 is Mastra-style
+    # JSON saying what was wrong (Starlette's encoder raised: a text/plain 500).
+    agent = Agent(id="a", model=FunctionModel(lambda r: text("fine so far \ud800 then"),
+                                              model_id="m"))
+    async with running(create_app(agent)) as url, \
+            httpx.AsyncClient(base_url=url, timeout=WAIT) as client:
+        response = await client.post("/api/agents/a/generate", json={"messages": "hi"})
+    assert response.status_code == 500
+    assert response.headers["content-type"] == "application/json"
+    assert "not valid Unicode" in response.json()["error"]
+
+
+@given(st.text(alphabet=st.characters(exclude_categories=()), max_size=20),
+       st.sampled_from([InvalidArgument, MemoryStoreError, APICallError]))
+def test_an_error_answer_is_json_whatever_its_text(message: str, kind: type[Exception]) -> None:
+    # An error may quote what it refused, lone surrogates included: the answer is still JSON.
+    response = error_response(kind(message))
+    assert response.status_code in (400, 500)
+    assert isinstance(json.loads(bytes(response.body))["error"], str)
 
 
 # ------------------------------------------------------------------------------ headers
