@@ -27,7 +27,8 @@ CARD = regex.compile(CARD_PATTERN)
 #: neighbours that matter to the look-arounds.
 _PIECES = st.sampled_from(["0", "1", "4", "5", "9", "7", "3", " ", " ", "  ", "-", ".", "/",
                            "\n", "\t", "a", "_", ". ", "٣", "x1", ",", "4111 1111 1111 1111",
-                           "4111111111111111", "0 0 0 0 0 0 0", "1 1 1 1 1 1 1"])
+                           "4111111111111111", "0 0 0 0 0 0 0", "1 1 1 1 1 1 1",
+                           "\u2028", "\x1c", "\u00a0", "²", "é", "\u0301"])
 _TEXT = st.lists(_PIECES, max_size=40).map("".join)
 
 
