@@ -246,7 +246,7 @@ def _card_instructions(which: str, unit: str, n: int, tmp: Path) -> int:
                     reason="valgrind is not installed: the instruction counts need callgrind")
 def test_card_rule_is_linear_and_cheap_on_runs_of_single_digits(tmp_path: Path) -> None:
     """``"1 1 1 …"``: every digit starts a card candidate. The card rule's work (one-shot and
-    streamed) per character is the same from n to 4n characters (linear), and at most 6× (~4×
+    streamed) per character is the same from n to 4n characters (linear), and at most 10× (2-4×
     measured) what the ten other built-in rules cost together on ordinary words. The generic
     validated scan (what the card rule used before) costs far more per character here."""
     _card_instructions("card", "1 ", 10, tmp_path)  # writes the byte code caches first
@@ -259,6 +259,6 @@ def test_card_rule_is_linear_and_cheap_on_runs_of_single_digits(tmp_path: Path) 
     small, large = per_char("card", "1 ", 2000), per_char("card", "1 ", 8000)
     assert large < 1.5 * small, f"card work per character grew {large / small:.1f}x"
     others = per_char("others", "the order ships today ", 2000)
-    assert large < 6 * others, f"card: {large:.0f} instructions/char, others {others:.0f}"
+    assert large < 10 * others, f"card: {large:.0f} instructions/char, others {others:.0f}"
     generic = per_char("generic-card", "1 ", 500)
     assert generic > 10 * large, f"generic scan {generic:.0f}/char, card finder {large:.0f}"
