@@ -18,6 +18,15 @@ the same figure at every size.
 The text is ordinary words, an e-mail address at the start, a card or a phone number about
 every 1,000 characters; every row must return the number of findings ``find_all`` gives, so a row
 that skipped work fails.
+
+A second group is the costliest text per character for the card rule, ``"1 1 1 …"`` (every
+digit starts a candidate), one delta through ``HoldbackScanner`` with the card rule alone:
+
+* **generic · N KB** (baseline): the card rule through the generic scan of a validated rule
+  (``_match._scan_validated``), what it used before ``_cards.scan_cards``: a regex search per
+  start and ~36 ``fullmatch`` calls for a shorter valid card in each failed one. Run at the
+  smallest old size only (~45 µs per character).
+* **card · N KB**: the card rule today (``_cards.scan_cards``, one pass per run of digits).
 """
 
 from __future__ import annotations
@@ -26,11 +35,13 @@ import random
 from typing import Any
 
 from streamkit_operators import HoldbackScanner, PIIDetector, Rule, find_all
+from streamkit_operators._cards import luhn_valid
+from streamkit_operators._pii import pii_rules
 from streamkit_operators._redact import Commit
 
 from .harness import Case, Group
 
-__all__ = ["pii_groups", "words", "OLD_EMAIL"]
+__all__ = ["pii_groups", "words", "OLD_EMAIL", "single_digits"]
 
 #: The e-mail pattern before issue 26 (quadratic in a run of local-part characters).
 OLD_EMAIL = r"[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}(?![A-Za-z0-9-])"
@@ -53,6 +64,11 @@ def words(n: int) -> str:
         out.append(word)
         size += len(word) + 1
     return " ".join(out)[:n]
+
+
+def single_digits(n: int) -> str:
+    """``n`` characters of ``"1 1 1 …"``: the card rule's costliest text per character."""
+    return ("1 " * (n // 2 + 1))[:n]
 
 
 class _OldScanner(HoldbackScanner):
@@ -103,4 +119,30 @@ def pii_groups(sizes_kb: tuple[int, ...], old_sizes_kb: tuple[int, ...], repeat:
         cases.append(Case(f"new · {label}", new, chunks=kb, expect=found,
                           baseline=None if baseline == f"new · {label}" else baseline,
                           note="HoldbackScanner with PIIDetector().rules, µs per KB"))
-    return [Group("pii · PIIDetector over one delta (µs per KB)", cases, repeat=repeat)]
+    groups = [Group("pii · PIIDetector over one delta (µs per KB)", cases, repeat=repeat)]
+    return groups + [_card_group(sizes_kb, min(old_sizes_kb, default=min(sizes_kb)), repeat)]
+
+
+def _card_group(sizes_kb: tuple[int, ...], old_kb: int, repeat: int) -> Group:
+    card = pii_rules(["credit-card"])[0]
+    # The same rule, but not recognised as the card rule: it takes the generic validated scan.
+    generic = [Rule(card.name, card.pattern, validate=lambda s: luhn_valid(s))]
+    cases: list[Case] = []
+    for kb in sorted({*sizes_kb, old_kb}):
+        text = single_digits(kb * 1024)
+        found = len(find_all([card], text))
+        label = f"{kb // 1024} MB" if kb >= 1024 and kb % 1024 == 0 else f"{kb} KB"
+        if kb == old_kb:
+            def old(text: str = text) -> Any:
+                return _run(HoldbackScanner, generic, text, 1024)
+
+            cases.append(Case(f"generic · {label}", old, chunks=kb, expect=found,
+                              note="card rule through the generic validated scan, µs per KB"))
+
+        def new(text: str = text) -> Any:
+            return _run(HoldbackScanner, [card], text, 1024)
+
+        cases.append(Case(f"card · {label}", new, chunks=kb, expect=found,
+                          baseline=f"generic · {old_kb} KB",
+                          note='card rule over "1 1 1 …" (_cards.scan_cards), µs per KB'))
+    return Group('pii · card rule over "1 1 1 …" (µs per KB)', cases, repeat=repeat)

@@ -4,6 +4,7 @@ What belongs here: running one compiled pattern (and its validator) over a stret
 once or as a stream grows — the partial-match tests that say which matches are final, and the
 search for a validated match inside a match that failed its check. What does not: folding the
 text (``_fold``), holding back and committing (``_redact``), what guards do with findings.
+The card rule is dispatched to ``_cards.scan_cards`` (same results, one pass per digit run).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import regex
+
+from ._cards import is_card_rule, scan_cards
 
 __all__ = ["scan"]
 
@@ -24,6 +27,8 @@ def scan(pattern: regex.Pattern[str], validate: Callable[[str], bool] | None, s:
     more text could still change (a partial match, a match touching ``n``, or one a longer match
     could replace); what lies before is final (see ``_redact``)."""
     if validate is not None:
+        if is_card_rule(pattern, validate):
+            return scan_cards(pattern, s, pos, n, out, origin, final, _match_ending_at)
         return _scan_validated(pattern, validate, s, pos, n, out, origin, final)
     if final:
         for m in pattern.finditer(s, pos, n):

@@ -37,6 +37,7 @@ A rule with a validator (Luhn for cards) takes the longest *validated* match: a 
 its check is searched for a valid one inside it (``4111 1111 1111 1111 4`` holds a card; see
 ``_match``), so padding a secret with one more digit does not hide it. Streamed and one-shot
 detection share this search, so they still agree.
+The card rule itself takes a one-pass finder with exactly this search's results (``_cards``).
 
 The detection view
 ------------------

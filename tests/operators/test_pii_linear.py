@@ -15,6 +15,10 @@ can be counted exactly:
 * the stretch of text each continuable scan reads when a 1 MB delta is fed: at most the held
   text plus one piece, whatever the delta's size.
 
+The card rule's costliest text (``"1 1 1 …"``) is counted the same way, end to end through
+``find_all`` and ``HoldbackScanner``; its equivalence with the generic scan is in
+``test_pii_cards.py``.
+
 Equivalence: the new e-mail pattern against the old one on every match, partial match and full
 match (hypothesis, an alphabet of the characters that matter), and streamed == one-shot over
 deltas longer than a piece.
@@ -202,3 +206,59 @@ def test_regex_engine_work_grows_linearly(tmp_path: Path) -> None:
     base, small, large = (_instructions(patterns, n, tmp_path) for n in (0, 2000, 8000))
     growth = (large - base) / (small - base)
     assert growth < 6, f"engine work grew {growth:.1f}x from 2,000 to 8,000 characters"
+
+
+_CARD_CHILD = textwrap.dedent("""
+    import sys
+    from streamkit_operators import HoldbackScanner, find_all
+    from streamkit_operators._cards import luhn_valid
+    from streamkit_operators._pii import pii_rules
+    from streamkit_operators._redact import Rule
+    which, n = sys.argv[1], int(sys.argv[2])
+    if which == "card":
+        rules = pii_rules(["credit-card"])
+    elif which == "generic-card":  # the same rule through the generic validated scan
+        card = pii_rules(["credit-card"])[0]
+        rules = [Rule(card.name, card.pattern, validate=lambda s: luhn_valid(s))]
+    else:
+        rules = [r for r in pii_rules() if r.name != "credit-card"]
+    text = (sys.argv[3] * (n // len(sys.argv[3]) + 1))[:n]
+    find_all(rules, text)
+    scanner = HoldbackScanner(rules)
+    scanner.feed(text)
+    scanner.finish()
+""")
+
+
+def _card_instructions(which: str, unit: str, n: int, tmp: Path) -> int:
+    script = tmp / "card_child.py"
+    script.write_text(_CARD_CHILD)
+    out = subprocess.run(
+        [shutil.which("valgrind") or "valgrind", "--tool=callgrind",
+         "--callgrind-out-file=/dev/null", sys.executable, str(script), which, str(n), unit],
+        capture_output=True, text=True, timeout=900, env={"PYTHONHASHSEED": "0"})
+    found = re.search(r"Collected : (\d+)", out.stderr)
+    assert out.returncode == 0 and found, out.stderr[-2000:]
+    return int(found.group(1))
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None,
+                    reason="valgrind is not installed: the instruction counts need callgrind")
+def test_card_rule_is_linear_and_cheap_on_runs_of_single_digits(tmp_path: Path) -> None:
+    """``"1 1 1 …"``: every digit starts a card candidate. The card rule's work (one-shot and
+    streamed) per character is the same from n to 4n characters (linear), and at most 10× (2-4×
+    measured) what the ten other built-in rules cost together on ordinary words. The generic
+    validated scan (what the card rule used before) costs far more per character here."""
+    _card_instructions("card", "1 ", 10, tmp_path)  # writes the byte code caches first
+
+    def per_char(which: str, unit: str, n: int) -> float:
+        """Instructions per character from n to 4n characters (imports cancel out)."""
+        small = _card_instructions(which, unit, n, tmp_path)
+        return (_card_instructions(which, unit, 4 * n, tmp_path) - small) / (3 * n)
+
+    small, large = per_char("card", "1 ", 2000), per_char("card", "1 ", 8000)
+    assert large < 1.5 * small, f"card work per character grew {large / small:.1f}x"
+    others = per_char("others", "the order ships today ", 2000)
+    assert large < 10 * others, f"card: {large:.0f} instructions/char, others {others:.0f}"
+    generic = per_char("generic-card", "1 ", 500)
+    assert generic > 10 * large, f"generic scan {generic:.0f}/char, card finder {large:.0f}"
