@@ -24,6 +24,8 @@ from collections.abc import Callable
 
 import regex
 
+from streamkit.errors import StreamkitError
+
 __all__ = ["CARD_PATTERN", "luhn_valid", "is_card_rule", "scan_cards"]
 
 #: 13 to 19 digits, grouped by a space (two spaces, a line break or a tab too), a dash, a dot
@@ -139,7 +141,8 @@ def scan_cards(pattern: regex.Pattern[str], s: str, pos: int, n: int,
                     e = digits[j] + 1
                     m = pattern.match(s, k, n) if j == longest else ending_at(pattern, s, k, e)
                     if m is None:  # pragma: no cover - the pattern agrees with the run
-                        raise AssertionError(f"card finder disagrees with {CARD_PATTERN!r}")
+                        raise StreamkitError(f"streamkit bug: the card finder disagrees with "
+                                             f"{CARD_PATTERN!r}")
                     out.append((origin + k, origin + e, m))
                     i = e
                     break
