@@ -70,9 +70,9 @@ class Backend:
         if self.kind == "sqlite":
             with sqlite3.connect(self.db) as raw:
                 return [r[0] for r in raw.execute("SELECT body FROM streamkit_messages")]
-        with psycopg.connect(self.dsn or "") as conn:
-            return [r[0] for r in conn.execute(
-                f'SELECT body::text FROM "{self.schema}".streamkit_messages').fetchall()]
+        with psycopg.connect(self.dsn or "") as conn:  # Mastra's layout: role and content
+            return [f"{r[0]} {r[1]}" for r in conn.execute(
+                f'SELECT role, content FROM "{self.schema}".mastra_messages').fetchall()]
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

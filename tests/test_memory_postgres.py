@@ -16,17 +16,52 @@ from datetime import timedelta
 from typing import Any
 from unittest import mock
 
+import msgspec
 import psycopg
 import pytest
 
 from streamkit import Agent, get_text
 from streamkit.errors import InvalidArgument, MemoryStoreError
 from streamkit.memory import Memory, PostgresStore
-from streamkit.messages import Message
+from streamkit.messages import Message, message_encoder
 from streamkit.testing import FunctionModel, text
 
 T, U = "thread-1", "user-1"
 PROCESSES, TURNS = 4, 15
+#: @mastra/pg 1.27.1's memory tables (generateTableSQL over @mastra/core's TABLE_SCHEMAS):
+#: (table, column) -> (information_schema data_type, is_nullable).
+MASTRA_COLUMNS = {
+    **{("mastra_threads", c): t for c, t in {
+        "id": ("text", "NO"), "resourceId": ("text", "NO"), "title": ("text", "NO"),
+        "metadata": ("jsonb", "YES"), "createdAt": ("timestamp without time zone", "NO"),
+        "updatedAt": ("timestamp without time zone", "NO"),
+        "createdAtZ": ("timestamp with time zone", "YES"),
+        "updatedAtZ": ("timestamp with time zone", "YES")}.items()},
+    **{("mastra_messages", c): t for c, t in {
+        "id": ("text", "NO"), "thread_id": ("text", "NO"), "content": ("text", "NO"),
+        "role": ("text", "NO"), "type": ("text", "NO"),
+        "createdAt": ("timestamp without time zone", "NO"), "resourceId": ("text", "YES"),
+        "createdAtZ": ("timestamp with time zone", "YES")}.items()},
+    **{("mastra_resources", c): t for c, t in {
+        "id": ("text", "NO"), "workingMemory": ("text", "YES"), "metadata": ("jsonb", "YES"),
+        "createdAt": ("timestamp without time zone", "NO"),
+        "updatedAt": ("timestamp without time zone", "NO"),
+        "createdAtZ": ("timestamp with time zone", "YES"),
+        "updatedAtZ": ("timestamp with time zone", "YES")}.items()},
+}
+#: The first PostgresStore's schema (version 1), as it created it.
+V1_SCHEMA = (
+    "CREATE SCHEMA {s}",
+    "CREATE TABLE {s}.streamkit_schema_version (version integer NOT NULL, "
+    "applied_at timestamptz NOT NULL DEFAULT now())",
+    "CREATE TABLE {s}.streamkit_threads (seq bigint GENERATED ALWAYS AS IDENTITY, id text "
+    "PRIMARY KEY, resource_id text NOT NULL, title text, metadata json, created_at timestamptz "
+    "NOT NULL, updated_at timestamptz NOT NULL)",
+    "CREATE TABLE {s}.streamkit_messages (seq bigint GENERATED ALWAYS AS IDENTITY, id text "
+    "PRIMARY KEY, thread_id text NOT NULL REFERENCES {s}.streamkit_threads (id) ON DELETE "
+    "CASCADE, resource_id text NOT NULL, role text NOT NULL, created_at timestamptz NOT NULL, "
+    "body json NOT NULL)",
+)
 
 
 def echo(request: Any) -> Any:
@@ -118,7 +153,7 @@ class TestConnectionLoss:
         # (pg_stat_activity is read on a third connection: inside a transaction it is a
         # snapshot.)
         with raw(pg_dsn) as other, raw(pg_dsn) as watcher, other.transaction():
-            other.execute(f'SELECT 1 FROM "{pg_schema}".streamkit_messages WHERE id = %s '
+            other.execute(f'SELECT 1 FROM "{pg_schema}".mastra_messages WHERE id = %s '
                           f'FOR UPDATE', ("m-1",))
             edited = Message.user("edited", id="m-1",
                                   created_at=first.created_at + timedelta(seconds=1))
@@ -128,7 +163,7 @@ class TestConnectionLoss:
             for _ in range(2000):  # bounded: the save reaches the lock within moments
                 blocked = watcher.execute(
                     "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                    "AND query LIKE %s", (f'%"{pg_schema}".streamkit_messages%',)).fetchone()
+                    "AND query LIKE %s", (f'%"{pg_schema}".mastra_messages%',)).fetchone()
                 if blocked is not None or turn.done():
                     break
                 await asyncio.sleep(0.005)
@@ -169,8 +204,52 @@ class TestSchema:
                 "SELECT tablename FROM pg_tables WHERE schemaname = %s", (pg_schema,))}
             version = conn.execute(
                 f'SELECT version FROM "{pg_schema}".streamkit_schema_version').fetchall()
-        assert tables == {"streamkit_threads", "streamkit_messages", "streamkit_schema_version"}
-        assert version == [(1,)]
+            columns = {(r[0], r[1]): (r[2], r[3]) for r in conn.execute(
+                "SELECT table_name, column_name, data_type, is_nullable "
+                "FROM information_schema.columns WHERE table_schema = %s", (pg_schema,))}
+            indexes = {r[0] for r in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = %s", (pg_schema,))}
+        assert tables == {"mastra_threads", "mastra_messages", "mastra_resources",
+                          "streamkit_schema_version"}
+        assert version == [(2,)]
+        for (table, column), want in MASTRA_COLUMNS.items():
+            assert columns[(table, column)] == want, (table, column)
+        # what streamkit adds: the insertion order that breaks createdAt ties
+        assert {k for k in columns if k[0].startswith("mastra_")} - set(MASTRA_COLUMNS) == {
+            ("mastra_threads", "streamkit_seq"), ("mastra_messages", "streamkit_seq")}
+        # Mastra's index names (schema-prefixed outside public; PostgreSQL cuts at 63 bytes)
+        for table, column in (("threads", "resourceid"), ("messages", "thread_id")):
+            assert f"{pg_schema}_mastra_{table}_{column}_createdat_idx"[:63] in indexes
+
+    async def test_streamkits_own_tables_are_copied_once_and_kept(
+            self, pg_dsn: str, pg_schema: str) -> None:
+        # A schema written by the first PostgresStore (version 1, streamkit's own tables).
+        old = Message.user("a\x00b", id="m-1", thread_id=T, resource_id=U)
+        body = message_encoder.encode(old).decode()
+        with raw(pg_dsn) as conn:
+            for statement in V1_SCHEMA:
+                conn.execute(statement.format(s=f'"{pg_schema}"'))
+            conn.execute(f'INSERT INTO "{pg_schema}".streamkit_schema_version VALUES (1)')
+            conn.execute(f'INSERT INTO "{pg_schema}".streamkit_threads (id, resource_id, title, '
+                         f'metadata, created_at, updated_at) VALUES (%s, %s, NULL, %s, now(), '
+                         f'now())', (T, U, '{"b": 1, "a": 2}'))
+            conn.execute(f'INSERT INTO "{pg_schema}".streamkit_messages (id, thread_id, '
+                         f'resource_id, role, created_at, body) VALUES (%s, %s, %s, %s, %s, %s)',
+                         ("m-1", T, U, "user", old.created_at, body))
+        for _ in range(2):  # the second opening finds version 2 and copies nothing
+            async with Memory(PostgresStore(pg_dsn, schema=pg_schema)) as memory:
+                [back] = await memory.recall(T, U)
+                thread = await memory.get_thread(T)
+        assert message_encoder.encode(back) == message_encoder.encode(old)
+        assert thread is not None and (thread.resource_id, thread.title) == (U, None)
+        assert thread.metadata == {"a": 2, "b": 1}
+        with raw(pg_dsn) as conn:
+            assert conn.execute(f'SELECT content FROM "{pg_schema}".mastra_messages'
+                                ).fetchall() == [(msgspec.json.encode(old.content).decode(),)]
+            assert conn.execute(f'SELECT count(*) FROM "{pg_schema}".streamkit_messages'
+                                ).fetchone() == (1,)  # kept until dropped by hand
+            assert conn.execute(f'SELECT version FROM "{pg_schema}".streamkit_schema_version '
+                                f'ORDER BY version').fetchall() == [(1,), (2,)]
 
     async def test_a_newer_schema_is_refused(self, store: PostgresStore, pg_dsn: str,
                                              pg_schema: str) -> None:

@@ -164,11 +164,13 @@ async def bounded(awaitable: Any) -> Any:
 
 class TestAServerThatStopsAnswering:
     @pytest.mark.parametrize("call", [
-        pytest.param(lambda s: s.save_messages(T, U, [Message.user("lost")]), id="save"),
+        pytest.param(lambda s: s.save_messages(T, U, [Message.user("lost", id="m-lost")]),
+                     id="save"),
         pytest.param(lambda s: s.get_messages(T), id="read"),
     ])
     async def test_a_call_ends_within_timeout_and_the_cut_connection_is_not_reused(
-            self, pg_dsn: str, pg_schema: str, proxy: _Proxy, call: Any) -> None:
+            self, pg_dsn: str, pg_schema: str, proxy: _Proxy, call: Any,
+            request: Any) -> None:
         # One connection in the pool: the call after the freeze would get the cut one back if
         # the pool kept it (and read the frozen call's late answer as its own).
         store = PostgresStore(_via(pg_dsn, proxy), schema=pg_schema, timeout=TIMEOUT,
@@ -180,16 +182,22 @@ class TestAServerThatStopsAnswering:
                 await bounded(call(store))
             err: Any = info.value
             assert err.thread_id == T and err.sqlstate is None
-            proxy.thaw()
-            for _ in range(3):
-                assert [m.id for m in await bounded(store.get_messages(T))] == ["m-1"]
-                assert (await bounded(store.get_thread(T))).resource_id == U
+            # A save goes out whole in one round trip (COMMIT included): cut after it was
+            # sent, it may have reached the server, and the error says so. A read may not.
+            assert ("may or may not have stored" in str(err)) == (request.node.callspec.id
+                                                                   == "save")
+            proxy.thaw()  # the held bytes reach the server now, or the cut got there first
+            seen = {tuple(m.id for m in await bounded(store.get_messages(T)))
+                    for _ in range(3)}
+            assert (await bounded(store.get_thread(T))).resource_id == U
         finally:
             proxy.thaw()
             await bounded(store.close())
-        with raw(pg_dsn) as conn:  # the save cut off mid-way left nothing behind
-            rows = conn.execute(f'SELECT id FROM "{pg_schema}".streamkit_messages').fetchall()
-        assert rows == [("m-1",)]
+        with raw(pg_dsn) as conn:  # the save cut off left nothing half-way
+            rows = conn.execute(f'SELECT id FROM "{pg_schema}".mastra_messages '
+                                f'ORDER BY "createdAt"').fetchall()
+        assert rows in ([("m-1",)], [("m-1",), ("m-lost",)])
+        assert seen <= {("m-1",), ("m-1", "m-lost")}
 
     async def test_a_server_frozen_before_the_first_call_fails_it_within_timeout(
             self, pg_dsn: str, pg_schema: str, proxy: _Proxy) -> None:
@@ -239,8 +247,8 @@ class TestAServerThatStopsAnswering:
             assert done, "the cancelled call did not end"
             assert task.cancelled()
             assert not [o for o in proxy.openings if o[4:8] == CANCEL_REQUEST]
-            proxy.thaw()
-            assert await bounded(store.get_messages(T)) == []
+            proxy.thaw()  # what was sent before the cut reaches the server now: whole or none
+            assert [get_text(m) for m in await bounded(store.get_messages(T))] in ([], ["x"])
         finally:
             proxy.thaw()
             await bounded(store.close())
@@ -252,7 +260,7 @@ class TestRowLocks:
         await bounded(store.save_messages(T, U, [Message.user("first", id="m-1")]))
         with raw(pg_dsn) as other:
             with other.transaction():  # a session that took the thread's row and stalled
-                other.execute(f'SELECT 1 FROM "{pg_schema}".streamkit_threads WHERE id = %s '
+                other.execute(f'SELECT 1 FROM "{pg_schema}".mastra_threads WHERE id = %s '
                               f'FOR UPDATE', (T,))
                 with pytest.raises(MemoryStoreError, match="lock_timeout") as info:
                     await bounded(store.save_messages(T, U, [Message.user("second")]))
@@ -353,11 +361,7 @@ class TestTextPostgreSQLCannotHold:
     @pytest.mark.parametrize("bad", ["x\x00", "x\udfff"], ids=["nul", "surrogate"])
     async def test_every_method_refuses_it_with_a_typed_error(
             self, store: PostgresStore, call: Any, bad: str, request: Any) -> None:
-        if "metadata" in request.node.callspec.id and "\x00" in bad:
-            # json keeps a NUL as the escape \u0000: metadata holds it and reads it back
-            await bounded(call(store, bad))
-            assert (await bounded(store.get_thread(T))).metadata == {"k": bad}
-            return
+        # (metadata too: Mastra's column is jsonb, which has no NUL even as \u0000)
         with pytest.raises(MemoryStoreError, match="NUL|surrogate") as info:
             await bounded(call(store, bad))
         assert "expected" in str(info.value) and "connection" not in str(info.value)

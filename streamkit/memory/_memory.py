@@ -159,6 +159,11 @@ class Memory:
         """The thread (``None`` if new), after checking that ``resource_id`` may use it; a new
         thread needs a ``resource_id``."""
         thread = await self.store.get_thread(thread_id)
+        self._check_owner(thread_id, resource_id, thread)
+        return thread
+
+    @staticmethod
+    def _check_owner(thread_id: str, resource_id: str | None, thread: Thread | None) -> None:
         if thread is None:
             if resource_id is None:
                 raise MemoryStoreError(
@@ -168,7 +173,6 @@ class Memory:
             raise MemoryStoreError(
                 f"thread {thread_id!r} belongs to resource {thread.resource_id!r}, not "
                 f"{resource_id!r}", thread_id=thread_id, operation="check the thread")
-        return thread
 
     async def recall(self, thread_id: str, resource_id: str | None) -> list[Message]:
         """The thread's last ``last_messages`` messages, oldest first (``[]`` for a new thread).
@@ -186,10 +190,17 @@ class Memory:
         """
         _check_id("thread_id", thread_id)
         _check_id("resource_id", resource_id, optional=True)
-        thread = await self._owner(thread_id, resource_id)
-        if thread is None or self.last_messages == 0:
-            return []
-        return await self.store.get_messages(thread_id, limit=self.last_messages)
+        read_thread = getattr(self.store, "read_thread", None)
+        if read_thread is None:  # a store of the bare protocol: two calls
+            thread = await self._owner(thread_id, resource_id)
+            if thread is None or self.last_messages == 0:
+                return []
+            return await self.store.get_messages(thread_id, limit=self.last_messages)
+        # One query for the owner check and the history (PostgresStore: one round trip); an
+        # owner that is not the caller gets the same error, and nothing of the history.
+        found, history = await read_thread(thread_id, self.last_messages)
+        self._check_owner(thread_id, resource_id, found)
+        return list(history)
 
     async def remember(self, thread_id: str, resource_id: str | None,
                        message_list: Any) -> list[Message]:

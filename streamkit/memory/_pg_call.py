@@ -47,10 +47,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import select
 import socket
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from ..errors import StreamkitError
 
@@ -58,12 +59,15 @@ if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["Call", "transact", "shutdown", "retrieve"]
+__all__ = ["Call", "Statement", "transact", "transact_pipelined", "shutdown", "retrieve"]
 
 #: The shares of a call's remaining budget given to PostgreSQL's own timeouts: the server ends
 #: a lock wait, then a statement (cleanly, the connection stays usable) before the client cuts.
 LOCK_SHARE, STATEMENT_SHARE = 0.8, 0.9
 _IDLE = 0  # psycopg.pq.TransactionStatus.IDLE (psycopg is imported only when a store is made)
+_SET_TIMEOUTS = ("SELECT set_config('lock_timeout', %s, true), "
+                 "set_config('statement_timeout', %s, true), "
+                 "set_config('idle_in_transaction_session_timeout', %s, true)")
 _T = TypeVar("_T")
 
 
@@ -197,3 +201,95 @@ async def transact(pool: AsyncConnectionPool, call: Call,
             call.conn = None
     raise StreamkitError("streamkit bug: transact() left its retry loop without returning "
                          "or raising")
+
+
+class Statement(NamedTuple):
+    """One SQL statement of a pipelined call: the query (a ``psycopg.sql`` object or a str)
+    and its parameters."""
+
+    query: Any
+    params: Sequence[Any] | None = None
+
+
+def _quiet(conn: psycopg.AsyncConnection[Any]) -> bool:
+    """Whether nothing arrived on an idle pooled connection: a server that ended the session
+    (``pg_terminate_backend``, a restart, a proxy's idle timeout) has sent its goodbye or closed
+    the socket, which makes it readable. A zero-time ``select``: no round trip."""
+    try:
+        readable, _, _ = select.select([conn.pgconn.socket], [], [], 0)
+    except (OSError, ValueError, Exception):  # closed already: not quiet
+        return False
+    return not readable
+
+
+def _budget_ms(call: Call) -> tuple[int, int]:
+    left_ms = call.left() * 1000
+    return max(1, int(left_ms * LOCK_SHARE)), max(1, int(left_ms * STATEMENT_SHARE))
+
+
+async def transact_pipelined(pool: AsyncConnectionPool, call: Call,
+                             statements: Sequence[Statement], retries: int,
+                             error: type[Exception]) -> list[list[Any]]:
+    """``statements`` in one transaction, in **one round trip**: ``BEGIN``, the server-side
+    timeouts, every statement and ``COMMIT`` go out together in psycopg's pipeline mode and
+    the answers come back together. Returns each statement's rows (``[]`` for a statement that
+    returns none).
+
+    A statement that fails makes PostgreSQL skip the rest, ``COMMIT`` included, so nothing is
+    committed (the transaction is rolled back). A connection lost after the pipeline went out
+    leaves the outcome unknown (``call.committing`` is set): the server may have received all
+    of it. A pooled connection with something to read while idle (the server ended the
+    session) takes the health-checked path: ``BEGIN`` alone first, and another connection when
+    it is found closed (as ``transact``), then the rest in one more round trip.
+
+    Raises:
+        TimeoutError: the budget was spent before a connection was taken.
+        psycopg.Error: from the pool or the connection.
+    """
+    for attempt in range(retries + 1):
+        if call.left() <= 0:
+            call.expired = True
+            raise TimeoutError("the call's time ran out")
+        conn = call.conn = await pool.getconn(timeout=call.left())
+        try:
+            with call.guard(conn):
+                lock, statement = _budget_ms(call)
+                checked = not _quiet(conn)
+                if checked:
+                    try:
+                        await conn.execute(
+                            f"BEGIN; SET LOCAL lock_timeout = {lock}; "
+                            f"SET LOCAL statement_timeout = {statement}; "
+                            f"SET LOCAL idle_in_transaction_session_timeout = {statement}")
+                    except error:
+                        if conn.closed and attempt < retries and not (call.expired
+                                                                      or call.abandoned):
+                            continue  # closed while idle in the pool: nothing reached it
+                        raise
+                try:
+                    cursors = []
+                    async with conn.pipeline():
+                        if not checked:
+                            await conn.execute("BEGIN")
+                            await conn.execute(_SET_TIMEOUTS, (str(lock), str(statement),
+                                                               str(statement)))
+                        for query, params in statements:
+                            cursors.append(await conn.execute(query, params))
+                        call.committing = True
+                        await conn.execute("COMMIT")
+                    return [await cur.fetchall() if cur.description is not None else []
+                            for cur in cursors]
+                except Exception:
+                    if not conn.closed and conn.info.transaction_status != _IDLE:
+                        try:
+                            await conn.execute("ROLLBACK")
+                        except error:  # the first error says more
+                            pass
+                    raise
+        finally:
+            if not conn.closed and conn.info.transaction_status != _IDLE:
+                await conn.close()  # never back into the pool mid-transaction
+            await pool.putconn(conn)
+            call.conn = None
+    raise StreamkitError("streamkit bug: transact_pipelined() left its retry loop without "
+                         "returning or raising")

@@ -24,6 +24,13 @@ names the thread and what failed — never a raw driver exception):
   whether the thread existed.
 * ``close()`` releases connections; the store may not be used afterwards.
 
+One more method is used when a store has it (``PostgresStore`` does; a store of the bare
+protocol is served by ``get_thread`` then ``get_messages``):
+
+* ``read_thread(thread_id, limit)`` → ``(Thread | None, messages)``: the thread and its last
+  ``limit`` messages as ``get_messages`` orders them, read together (one query, one round trip
+  on a server). ``Memory.recall`` uses it to check the owner and read the history at once.
+
 Writing a SQL-server store against this protocol — the recipe ``PostgresStore`` (``_postgres``,
 psycopg 3 async) follows, with ``json`` rather than ``jsonb`` bodies (``jsonb`` reorders keys)
 and the upsert as one ``unnest`` statement:
