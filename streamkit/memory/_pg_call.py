@@ -17,30 +17,38 @@ for a pooled connection and every statement share it (``Call``).
   (``Call.abandon``): psycopg's own answer to a cancellation — ask the server to cancel, then
   wait for it — is what a hung server never answers.
 * **Server side**, so that a transaction the client gave up on does not keep its locks: every
-  transaction starts with ``SET LOCAL`` ``lock_timeout``, ``statement_timeout`` and
+  transaction starts with (``SET LOCAL``, or ``set_config(..., true)`` in a pipeline)
+  ``lock_timeout``, ``statement_timeout`` and
   ``idle_in_transaction_session_timeout``: 80% of what is left of the budget for the lock wait,
   90% for the others, so a row lock held by a stalled session ends the save with PostgreSQL's
   clean ``55P03`` (the connection stays usable; the lock wait, not the statement, is named) before
-  the client would have to cut it. They go with ``BEGIN`` in one
-  simple-protocol round trip: a call costs the round trips it did before.
+  the client would have to cut it. They go with ``BEGIN``: no round trip of their own.
 * Waiting for a pooled connection is psycopg_pool's ``getconn(timeout=)`` with what is left;
   new connections get libpq's ``connect_timeout`` (set by the store).
 
 Decisions:
 
+* **One round trip per call** (``transact_pipelined``, what every store method uses): ``BEGIN``,
+  the timeouts (one ``set_config`` statement), the statements and ``COMMIT`` go out together in
+  psycopg's pipeline mode. A statement PostgreSQL refuses makes it skip the rest, ``COMMIT``
+  included. The price: a connection lost after the pipeline left may have delivered all of it,
+  so the outcome of a write is then unknown (``call.committing``). ``transact`` (``BEGIN``
+  alone, then the work) remains for work that must read before it writes (the schema set-up).
 * **Dead pooled connections** (the server restarted, ``pg_terminate_backend``, a proxy's idle
-  timeout): the ``BEGIN`` of each transaction is the health check. When it finds the connection
-  closed, nothing of the call has reached the server, so the call moves to another connection —
-  reads and writes alike — up to ``max_size`` more times, within its budget. No extra round trip
-  per call, unlike psycopg_pool's ``check=``, whose probe would also run where the budget cannot
-  cut it (inside ``getconn``). A connection lost *during* ``COMMIT`` is not retried (the store's
-  error says the call may or may not have been stored).
+  timeout): a server that ends a session sends its goodbye or closes the socket, which leaves
+  the idle connection readable. Before a pipelined call a zero-time ``select`` looks; a
+  readable connection takes the checked path: ``BEGIN`` alone, and when that finds it closed,
+  nothing of the call has reached the server, so the call moves to another connection — reads
+  and writes alike — up to ``max_size`` more times, within its budget. No round trip is added
+  on a healthy connection, unlike psycopg_pool's ``check=``, whose probe would also run where
+  the budget cannot cut it (inside ``getconn``).
 * A connection goes back to the pool only idle; closed, mid-transaction or mid-statement it is
   closed first, which makes the pool drop it and open a new one.
 
 Example:
     >>> call = Call(timeout=5.0)
-    >>> rows = await transact(pool, call, read_rows, 4, psycopg.Error)
+    >>> [rows] = await transact_pipelined(pool, call, [Statement("SELECT 1", ())], 4,
+    ...                                   psycopg.Error)
 """
 
 from __future__ import annotations
@@ -217,7 +225,7 @@ def _quiet(conn: psycopg.AsyncConnection[Any]) -> bool:
     the socket, which makes it readable. A zero-time ``select``: no round trip."""
     try:
         readable, _, _ = select.select([conn.pgconn.socket], [], [], 0)
-    except (OSError, ValueError, Exception):  # closed already: not quiet
+    except Exception:  # closed already (psycopg raises, or the descriptor is gone)
         return False
     return not readable
 

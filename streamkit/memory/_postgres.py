@@ -344,7 +344,8 @@ def _redacted(dsn: str) -> str:
 
 
 class PostgresStore:
-    """A ``MessageStore`` in PostgreSQL, shared by every process that uses the same DSN.
+    """A ``MessageStore`` in PostgreSQL, in ``@mastra/pg``'s tables: shared by every process
+    that uses the same DSN and schema, and by a Mastra server on them.
 
     Args:
         dsn: a libpq connection string or URL (``postgresql://user@host:5432/db``); ``None``
@@ -352,7 +353,11 @@ class PostgresStore:
         schema: the PostgreSQL schema holding the tables (created on first use); one per
             deployment, or per test run.
         min_size: connections the pool keeps open.
-        max_size: connections it opens at most (concurrent calls beyond wait for one).
+        max_size: connections it opens at most (concurrent calls beyond wait for one). Per
+            process: N processes open up to N × ``max_size``, which must stay under the
+            server's ``max_connections`` (PostgreSQL's default is 100, so 10 processes with
+            the default 10 already reach it). A call holds a connection for one round trip,
+            so a few per process go a long way (or use PgBouncer in transaction mode).
         timeout: seconds one call may take in all — connecting, waiting for a pooled
             connection, every statement — before it fails with ``MemoryStoreError`` (the
             connection it used is closed, nothing of it is committed). PostgreSQL's

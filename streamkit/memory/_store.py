@@ -31,31 +31,12 @@ protocol is served by ``get_thread`` then ``get_messages``):
   ``limit`` messages as ``get_messages`` orders them, read together (one query, one round trip
   on a server). ``Memory.recall`` uses it to check the owner and read the history at once.
 
-Writing a SQL-server store against this protocol — the recipe ``PostgresStore`` (``_postgres``,
-psycopg 3 async) follows, with ``json`` rather than ``jsonb`` bodies (``jsonb`` reorders keys)
-and the upsert as one ``unnest`` statement:
-
-* Tables: ``threads(id text primary key, resource_id text not null, title text, metadata jsonb,
-  created_at timestamptz, updated_at timestamptz)`` with an index on ``(resource_id,
-  created_at)``; ``messages(seq bigint generated always as identity, id text primary key,
-  thread_id text not null references threads on delete cascade, resource_id text, role text,
-  created_at timestamptz, body jsonb)`` with an index on ``(thread_id, created_at, seq)``.
-  ``body`` is ``message_encoder.encode(message)`` (Mastra's JSON); read it back with
-  ``decode_message``. ``timestamptz`` keeps microseconds, so ordering matches SQLite's.
-* ``save_messages``: ``async with conn.transaction():`` then ``INSERT INTO threads ... ON
-  CONFLICT (id) DO NOTHING``, ``SELECT resource_id FROM threads WHERE id = $1 FOR UPDATE``
-  (the row lock serialises concurrent saves to one thread, different threads stay parallel —
-  no single-writer executor is needed, a connection pool is), check the owner, check ``SELECT
-  id FROM messages WHERE id = ANY($2) AND thread_id <> $1`` is empty, then ``INSERT INTO
-  messages ... ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body, role = EXCLUDED.role``
-  (``executemany``; ``created_at`` is kept, and reported on read), and ``UPDATE threads SET
-  updated_at``. Identity values are handed out at insert time, not commit time; that is fine
-  because the thread's row lock serialises saves to one thread, so within a thread ``seq``
-  still follows commit order.
-* ``get_messages``: ``SELECT body FROM messages WHERE thread_id = $1 ORDER BY created_at DESC,
-  seq DESC LIMIT $2``, reversed.
-* Map ``asyncpg.PostgresError`` / ``OSError`` to ``MemoryStoreError`` in one place, ``raise ...
-  from exc``, exactly as ``SQLiteStore._run`` does.
+Writing a SQL-server store against this protocol: ``PostgresStore`` (``_postgres``, psycopg 3
+async) is the worked example — Mastra's tables, the save as one CTE (thread upsert that locks
+the row, then the messages from ``unnest`` arrays, with a foreign message id refused by a
+``NOT NULL``), the recall as one ``LATERAL`` query, every call one pipelined round trip
+(``_pg_call``), and every driver error mapped to ``MemoryStoreError`` in one place (``raise ...
+from exc``), exactly as ``SQLiteStore._run`` does.
 """
 
 from __future__ import annotations
