@@ -23,6 +23,7 @@ import re
 import shutil
 import socket
 import subprocess
+import tempfile
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -85,9 +86,10 @@ class MastraServer:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
         env = {**os.environ, "MASTRA_TELEMETRY_DISABLED": "1"}
+        self.log = tempfile.TemporaryFile(mode="w+")  # a pipe nobody reads could fill up
         self.proc = subprocess.Popen(
             [str(node), "server.mjs", "--port", str(port), "--dsn", dsn, "--schema", schema],
-            cwd=NODE_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            cwd=NODE_DIR, env=env, stdout=subprocess.PIPE, stderr=self.log, text=True)
         ready: list[str] = []
         reader = threading.Thread(target=lambda: ready.append(
             self.proc.stdout.readline() if self.proc.stdout else ""), daemon=True)
@@ -95,7 +97,8 @@ class MastraServer:
         reader.join(START_TIMEOUT)  # bounded: the server prints one line when it listens
         if not ready or not ready[0].startswith('{"ready":true'):
             self.close()
-            err = self.proc.stderr.read() if self.proc.stderr else ""
+            self.log.seek(0)
+            err = self.log.read()
             pytest.fail(f"the Mastra server did not start within {START_TIMEOUT}s: "
                         f"{ready!r} {err[-2000:]}")
         self.url = json.loads(ready[0])["url"]
@@ -119,9 +122,9 @@ class MastraServer:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(timeout=10)
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                stream.close()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self.log.close()
 
 
 @pytest.fixture

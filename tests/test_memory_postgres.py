@@ -251,6 +251,17 @@ class TestSchema:
             assert conn.execute(f'SELECT version FROM "{pg_schema}".streamkit_schema_version '
                                 f'ORDER BY version').fetchall() == [(1,), (2,)]
 
+    async def test_a_row_that_is_not_mastras_v2_content_is_a_typed_error(
+            self, store: PostgresStore, pg_dsn: str, pg_schema: str) -> None:
+        await store.save_messages(T, U, [Message.user("fine", id="m-1")])
+        with raw(pg_dsn) as conn:  # a v1-era row: content is plain text, not v2 JSON
+            conn.execute(f'INSERT INTO "{pg_schema}".mastra_messages (id, thread_id, content, '
+                         f'role, type, "createdAt", "resourceId") VALUES '
+                         f"('m-2', %s, 'hello', 'user', 'v1', now(), %s)", (T, U))
+        with pytest.raises(MemoryStoreError, match=r"not Mastra's v2 message content.*"
+                                                   r"expected content JSON"):
+            await store.get_messages(T)
+
     async def test_a_newer_schema_is_refused(self, store: PostgresStore, pg_dsn: str,
                                              pg_schema: str) -> None:
         await store.get_thread(T)

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from streamkit import get_text
 from streamkit.errors import InvalidArgument, MemoryStoreError
-from streamkit.memory import PostgresStore
+from streamkit.memory import Memory, PostgresStore
 from streamkit.memory._store import Thread
 from streamkit.messages import Message
 
@@ -57,6 +57,8 @@ class _Proxy:
         self.writers: list[asyncio.StreamWriter] = []
         self.trigger: bytes | None = None
         self.openings: list[bytes] = []  # the first bytes of every client connection
+        self.round_trips = 0  # server answers that followed client bytes (the client waited)
+        self._client_spoke = False
         self.server = self._call(self._start())
         self.port: int = self.server.sockets[0].getsockname()[1]
 
@@ -87,6 +89,10 @@ class _Proxy:
                     from_client: bool) -> None:
         try:
             while data := await reader.read(65536):
+                if from_client:
+                    self._client_spoke = True
+                elif self._client_spoke:
+                    self._client_spoke, self.round_trips = False, self.round_trips + 1
                 if from_client and self.trigger is not None and self.trigger in data:
                     self.trigger = None
                     self.running.clear()
@@ -252,6 +258,35 @@ class TestAServerThatStopsAnswering:
         finally:
             proxy.thaw()
             await bounded(store.close())
+
+
+class TestRoundTrips:
+    async def test_a_turn_is_one_round_trip_to_recall_and_one_to_save(
+            self, pg_dsn: str, pg_schema: str, proxy: _Proxy) -> None:
+        # A counted round trip is a server answer after client bytes; a pipeline whose bytes
+        # leave in two writes with an answer between would count twice, so the bound is
+        # "at most", and the old store's 13 per turn (recall 6, save 7) fail it by far.
+        store = PostgresStore(_via(pg_dsn, proxy), schema=pg_schema, timeout=BOUND,
+                              min_size=1, max_size=1)
+        memory = Memory(store, last_messages=20)
+        try:
+            for n in range(10):  # the pool, the schema, a 20-message thread
+                await bounded(store.save_messages(T, U, [Message.user(f"q{n}"),
+                                                         Message.assistant(f"a{n}")]))
+            recalls, saves = [], []
+            for n in range(10):
+                proxy.round_trips = 0
+                history = await bounded(memory.recall(T, U))
+                recalls.append(proxy.round_trips)
+                proxy.round_trips = 0
+                await bounded(store.save_messages(T, U, [Message.user(f"Q{n}"),
+                                                         Message.assistant(f"A{n}")]))
+                saves.append(proxy.round_trips)
+                assert len(history) == 20
+            assert sorted(recalls)[5] == 1 and sorted(saves)[5] == 1  # the median turn
+            assert max(recalls) <= 2 and max(saves) <= 2
+        finally:
+            await bounded(memory.close())
 
 
 class TestRowLocks:

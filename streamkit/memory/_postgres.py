@@ -72,8 +72,8 @@ saving the same turn again is safe.
 **Pool sizing.** Each store (each process) opens at most ``max_size`` connections (default
 10). PostgreSQL's default ``max_connections`` is 100, with a few reserved for superusers: 10
 processes × 10 connections already reaches it. Size it as ``processes × max_size + what
-else uses the server < max_connections``: e.g. 8 workers with ``max_size=4`` (32), or put
-PgBouncer in transaction mode in front (pipelined transactions work through it). A call takes
+else uses the server < max_connections``: e.g. 8 workers with ``max_size=4`` (32), or put a
+pooler such as PgBouncer in front and keep the per-process pools small. A call takes
 one connection for one round trip, so a few connections serve many concurrent turns; a call
 that finds all of them busy waits (within ``timeout``) for one.
 
@@ -357,7 +357,7 @@ class PostgresStore:
             process: N processes open up to N × ``max_size``, which must stay under the
             server's ``max_connections`` (PostgreSQL's default is 100, so 10 processes with
             the default 10 already reach it). A call holds a connection for one round trip,
-            so a few per process go a long way (or use PgBouncer in transaction mode).
+            so a few per process go a long way (or put a pooler such as PgBouncer in front).
         timeout: seconds one call may take in all — connecting, waiting for a pooled
             connection, every statement — before it fails with ``MemoryStoreError`` (the
             connection it used is closed, nothing of it is committed). PostgreSQL's
