@@ -705,6 +705,10 @@ class PostgresStore:
             if owner is None and resource_id is None:
                 raise self._error(what, thread_id, f"thread {thread_id!r} does not exist and "
                                                    f"no resource_id was given to create it")
+            if owner is None:  # created by another resource while this save started
+                raise self._error(what, thread_id,
+                                  f"thread {thread_id!r} was just created by another resource, "
+                                  f"not {resource_id!r}; a thread never changes owner")
             raise self._error(what, thread_id,
                               f"thread {thread_id!r} belongs to resource {owner!r}, not "
                               f"{resource_id!r}; a thread never changes owner")
