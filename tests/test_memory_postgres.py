@@ -251,6 +251,29 @@ class TestSchema:
             assert conn.execute(f'SELECT version FROM "{pg_schema}".streamkit_schema_version '
                                 f'ORDER BY version').fetchall() == [(1,), (2,)]
 
+    async def test_reopening_a_set_up_schema_takes_no_lock_that_waits_for_readers(
+            self, store: PostgresStore, pg_dsn: str, pg_schema: str) -> None:
+        # A Mastra server reading its messages holds ACCESS SHARE on the table; an ALTER TABLE
+        # at every streamkit start would wait for it (and block everyone queued behind).
+        await store.save_messages(T, U, [Message.user("hi", id="m-1")])
+        with raw(pg_dsn) as other, other.transaction():
+            other.execute(f'SELECT count(*) FROM "{pg_schema}".mastra_messages').fetchone()
+            again = PostgresStore(pg_dsn, schema=pg_schema, timeout=2.0)
+            try:
+                assert [m.id for m in await again.get_messages(T)] == ["m-1"]
+            finally:
+                await again.close()
+
+    async def test_a_table_recreated_without_streamkits_column_gets_it_back(
+            self, store: PostgresStore, pg_dsn: str, pg_schema: str) -> None:
+        await store.get_thread(T)
+        with raw(pg_dsn) as conn:
+            conn.execute(f'ALTER TABLE "{pg_schema}".mastra_messages DROP COLUMN streamkit_seq')
+        async with Memory(PostgresStore(pg_dsn, schema=pg_schema)) as memory:
+            await memory.store.save_messages(T, U, [Message.user("a", id="a"),
+                                                    Message.user("b", id="b")])
+            assert [m.id for m in await memory.get_messages(T)] == ["a", "b"]
+
     async def test_a_row_that_is_not_mastras_v2_content_is_a_typed_error(
             self, store: PostgresStore, pg_dsn: str, pg_schema: str) -> None:
         await store.save_messages(T, U, [Message.user("fine", id="m-1")])

@@ -502,6 +502,14 @@ class PostgresStore:
                                   f"schema version {version} is newer than {SCHEMA_VERSION}, "
                                   f"the version this streamkit writes; open it with the "
                                   f"streamkit that created it")
+        if version == SCHEMA_VERSION:
+            # Set up already: skip the DDL, whose ALTER TABLE would take an ACCESS EXCLUSIVE
+            # lock on Mastra's tables at every start (queueing behind, and then blocking,
+            # the other side's traffic) — unless Mastra recreated a table without our column.
+            cur = await conn.execute(self._q["ready"], (self.schema, self.schema))
+            found = await cur.fetchone()
+            if found is not None and found[0] == 2:
+                return
         for statement in _SCHEMA:
             await conn.execute(self._db.SQL(statement).format(**names))
         if version == SCHEMA_VERSION:
@@ -809,6 +817,11 @@ _THREAD_OUT = ('th.id, th."resourceId", th.title, th.metadata, '
 _QUERIES = {
     "version": "SELECT max(version) FROM {schema}.streamkit_schema_version",
     "set_version": "INSERT INTO {schema}.streamkit_schema_version (version) VALUES (%s)",
+    "ready": """
+        SELECT count(*) FROM pg_attribute
+        WHERE attname = 'streamkit_seq' AND NOT attisdropped AND attrelid IN (
+            to_regclass(format('%%I.mastra_threads', %s::text)),
+            to_regclass(format('%%I.mastra_messages', %s::text)))""",
     "create_thread": """
         WITH ins AS (
             INSERT INTO {schema}.mastra_threads (id, "resourceId", title, metadata,
