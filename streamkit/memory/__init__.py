@@ -14,9 +14,9 @@ cannot be saved ends with an ``error`` chunk (a failed ``recall`` raises from th
 
 Modules: ``_memory`` (``Memory``, the persistence rules), ``_store`` (``MessageStore``,
 ``Thread``, and how to write a PostgreSQL store), ``_sqlite`` (``SQLiteStore``: WAL, one
-connection on one worker thread, one writer), ``_postgres`` (``PostgresStore``: psycopg 3 async, a
-pool, ``@mastra/pg``'s tables, a row lock per thread), ``_pg_call`` (one call: its time budget,
-one pipelined round trip).
+connection on one worker thread, one writer), ``_postgres`` (``PostgresStore``: psycopg 3 async,
+a pool, a row lock per thread), ``_pg_tables`` (``@mastra/pg``'s tables and their SQL),
+``_pg_call`` (one call: its time budget, one pipelined round trip).
 
 Example:
     >>> from streamkit import Agent
