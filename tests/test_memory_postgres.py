@@ -21,7 +21,7 @@ import psycopg
 import pytest
 
 from streamkit import Agent, get_text
-from streamkit.errors import InvalidArgument, MemoryStoreError
+from streamkit.errors import InvalidArgument, MemoryStoreError, StreamkitError
 from streamkit.memory import Memory, PostgresStore
 from streamkit.messages import Message, message_encoder
 from streamkit.testing import FunctionModel, text
@@ -325,6 +325,16 @@ class TestArguments:
     def test_bad_arguments_are_refused(self, kwargs: dict[str, Any], match: str) -> None:
         with pytest.raises(InvalidArgument, match=match):
             PostgresStore("postgresql://localhost/x", **kwargs)
+
+    def test_a_libpq_without_pipeline_mode_is_refused_saying_what_to_install(self) -> None:
+        from streamkit.memory import _postgres
+        _postgres._driver.cache_clear()
+        try:
+            with mock.patch.object(psycopg.AsyncPipeline, "is_supported", return_value=False), \
+                    pytest.raises(StreamkitError, match=r"libpq >= 14.*streamkit\[postgres\]"):
+                PostgresStore("postgresql://localhost/x")
+        finally:
+            _postgres._driver.cache_clear()
 
     def test_the_repr_hides_the_password(self) -> None:
         store = PostgresStore("postgresql://app:hunter2@db:5432/app", schema="bot")

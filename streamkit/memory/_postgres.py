@@ -150,6 +150,11 @@ def _driver() -> _Driver:
     except ImportError as exc:
         raise StreamkitError(f"PostgresStore needs psycopg 3 and psycopg_pool: pip install "
                              f"'streamkit[postgres]' ({exc})") from exc
+    if not psycopg.AsyncPipeline.is_supported():  # every call is one pipelined round trip
+        raise StreamkitError(f"PostgresStore needs psycopg's pipeline mode, which needs libpq "
+                             f">= 14; this psycopg uses libpq {psycopg.pq.version()} "
+                             f"({psycopg.pq.__impl__}): pip install 'streamkit[postgres]' "
+                             f"(psycopg[binary] bundles a recent libpq)")
     return _Driver(psycopg.Error, PoolTimeout, sql.SQL,
                    sql.Identifier, Json, AsyncConnectionPool,
                    psycopg.conninfo.conninfo_to_dict)  # psycopg imports its conninfo
