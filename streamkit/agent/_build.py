@@ -63,9 +63,12 @@ def reason_of(finish: Any) -> str:
 
 
 def error_text(name: str, message: str) -> str:
-    """What the model (and the store) reads of a failed tool: ``"ValueError: no such
-    order"``, or the message alone for a ``ToolError`` (it already says what failed)."""
-    return message if name == "ToolError" else f"{name}: {message}"
+    """What the model (and the store) reads of a failed tool: the exception's message alone
+    (``"service unavailable"``, not ``"RuntimeError: service unavailable"``), as Mastra gives
+    its model ``error.message``. The developer gets the type and the traceback elsewhere (the
+    ``streamkit.tools`` log, ``result.trace``, the ``execute_tool`` span). Decision: an
+    exception with an empty message gives its type name, so the model is told *something*."""
+    return message if message else name
 
 
 class StepRecorder:

@@ -15,6 +15,7 @@ there (for a short request that work was a sizeable part of its cost).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
@@ -53,7 +54,8 @@ from ..processors._runner import (
     run_llm_response,
     run_message_hook,
 )
-from ..tools import Tool, tools_by_name
+from ..processors._runtime import TraceRecord
+from ..tools import Tool, report_failure, tools_by_name
 from ._build import (
     StepRecorder,
     error_text,
@@ -379,10 +381,13 @@ async def process_output_step(run: Run) -> str:
 
 
 async def _call_tool(run: Run, call: dict[str, Any]) -> tuple[bool, Any]:
-    """Run one tool call; a failing tool is reported to the model, not raised."""
+    """Run one tool call; a failing tool is reported to the model, not raised, and to the
+    developer (``report_failure``: the ``streamkit.tools`` log, and a ``result.trace`` record
+    with hook ``execute_tool``, outcome ``error`` and the traceback as its detail)."""
     step = run.step
     name = call["tool_name"]
     tool = step.tools.get(name)
+    started = time.perf_counter()
     try:
         if tool is None:
             raise ToolError(f"unknown tool {name!r}; available: {sorted(step.tools)}",
@@ -395,6 +400,12 @@ async def _call_tool(run: Run, call: dict[str, Any]) -> tuple[bool, Any]:
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - a failing tool is reported to the model
+        told = report_failure(name, call["tool_call_id"], exc)
+        # Straight into the trace, not through ``runtime.record``: the tracer's record hook
+        # makes processor spans, and the tool has its own ``execute_tool`` span.
+        run.runtime.trace.append(TraceRecord(name, "execute_tool", run.state.step_number,
+                                             time.perf_counter() - started, "error",
+                                             detail=told))
         return False, exc
 
 
