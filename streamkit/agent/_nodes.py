@@ -234,8 +234,12 @@ async def model(run: Run) -> str:
     cfg, step = run.config, run.step
     schema = cfg.structured_schema if step.structured_output is cfg.structured_output else \
         schema_of(step.structured_output)
+    # ``tool_choice="none"`` sends no tools (Mastra strips them: some providers reject tools
+    # with "none"); the hooks above still saw the step's tool set.
+    specs = [] if step.tool_choice == "none" else \
+        [t.spec for t in step.tools.values() if isinstance(t, Tool)]
     step.request = ModelRequest(
-        prompt=step.prompt, tools=[t.spec for t in step.tools.values() if isinstance(t, Tool)],
+        prompt=step.prompt, tools=specs,
         tool_choice=step.tool_choice, model_settings=step.model_settings,
         provider_options=step.provider_options, structured_output=schema, run_id=run.run_id,
         step_number=run.state.step_number)
