@@ -38,10 +38,12 @@ from ..chunks import (
 from ..errors import APICallError, StreamkitError, ToolError
 from ..graph import END
 from ..messages import (
+    DataPart,
     Message,
     MessageContent,
     MessageList,
     StepStartPart,
+    TextPart,
     ToolInvocationPart,
     get_text,
 )
@@ -547,21 +549,59 @@ async def retry(run: Run) -> str:
 
 
 async def process_output_result(run: Run) -> str:
+    """``process_output_result``, then the run's two texts (as Mastra's): ``result.text``
+    joins the text of every accepted step (``getFullOutput().text``), ``stream.text`` is the
+    final step's text alone (narration before tool calls excluded). A hook that edits the
+    response text changes both: ``result.text`` is re-read from the list, ``stream.text``
+    becomes the text of the last assistant message (Mastra's ``resolveProcessedOutputText``)."""
     st = run.state
+    final = st.steps[-1].text if st.steps else ""
     if "process_output_result" not in run.graph.busy:
         st.text = _response_text(st.message_list)
+        st.final_text = final
         st.has_result_text = True
         return "finish"
-    result = {"text": _response_text(st.message_list), "usage": st.usage,
+    before = _assistant_texts(st.message_list)
+    result = {"text": "".join(before), "usage": st.usage,
               "finish_reason": st.finish_reason, "steps": list(st.steps)}
     await run_message_hook(run.runtime, run.config.output_specs, "process_output_result",
                            st.message_list, {"result": result, "retry_count": 0,
                                              "writer": run.result_writer,
                                              "request_context": run.runtime.request_context},
                            default_source="response")
-    st.text = _response_text(st.message_list)
+    after = _assistant_texts(st.message_list)
+    st.text = "".join(after)
+    st.final_text = final if after == before else (after[-1] if after else "")
     st.has_result_text = True
     return "finish"
+
+
+def _assistant_texts(ml: MessageList) -> list[str]:
+    """The text of each step of the response's assistant messages, in order: a message is cut
+    at its ``step-start`` parts (one message holds the steps of a turn, as in Mastra, whose
+    provider form splits it there too). Messages that hold only ``data-*`` parts (stored on
+    their own, not an answer) are left out; a message without text parts gives its
+    ``content.content`` (``get_text``)."""
+    texts: list[str] = []
+    for m in ml.get.response.db():
+        parts = m.content.parts
+        if m.role != "assistant" or (parts and all(p.__class__ is DataPart for p in parts)):
+            continue
+        if not any(p.__class__ is TextPart for p in parts):
+            texts.append(get_text(m))
+            continue
+        texts.append("")
+        is_empty = True  # the current step has no part yet (a leading step-start opens none)
+        for p in parts:
+            if p.__class__ is StepStartPart:
+                if not is_empty:
+                    texts.append("")
+                    is_empty = True
+                continue
+            is_empty = False
+            if p.__class__ is TextPart:
+                texts[-1] += p.text
+    return texts
 
 
 def _response_text(ml: MessageList) -> str:
