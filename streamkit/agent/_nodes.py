@@ -21,6 +21,7 @@ from typing import Any
 
 from msgspec import UNSET, structs
 
+from .._partial_json import PartialJSON
 from ..chunks import (
     Chunk,
     DataChunk,
@@ -254,7 +255,9 @@ async def process_output_stream(run: Run) -> Stream:
     the replay) driven through the fused chain; the model's ``finish`` is kept for ``collect``."""
     st, step = run.state, run.step
     # Every chunk is kept only for ``process_llm_response``, which receives them.
-    rec = step.recorder = StepRecorder(keep_chunks="process_llm_response" in run.graph.busy)
+    rec = step.recorder = StepRecorder(
+        keep_chunks="process_llm_response" in run.graph.busy,
+        partial=PartialJSON() if step.structured_output is not None else None)
     st.delivered.append(rec)
     run.emit(StepStart(message_id=run.run_id, request={}, warnings=[], run_id=run.run_id,
                        from_=AGENT), Origin.STEP)
@@ -506,6 +509,12 @@ def _invocation_result(ml: MessageList, tool_call_id: str) -> Any:
 async def step_finish(run: Run) -> str:
     cfg, st, step = run.config, run.state, run.step
     continued = bool(step.tool_calls) and st.step_number + 1 < cfg.max_steps
+    if step.structured_output is not None and not step.tool_calls:
+        # The answer step's object, as Mastra places it: after the step's text-end (and what
+        # the step's hooks wrote), before its step-finish. Read from the text the consumer
+        # received, after process_output_step accepted it (a guard may still retry the step).
+        run.emit(ObjectResult(object=parse_object(step.structured_output, step.text),
+                              run_id=run.run_id, from_=AGENT), Origin.RUN)
     run.emit(StepFinish(payload=step_end_payload(
         "step-finish", step.finish_reason, continued, step.text, step.tool_calls, step.usage,
         run.run_id), run_id=run.run_id, from_=AGENT), Origin.STEP)
@@ -610,14 +619,11 @@ def _response_text(ml: MessageList) -> str:
 
 async def finish(run: Run) -> str:
     cfg, st = run.config, run.state
-    if cfg.structured_output is not None:
-        st.object = parse_object(cfg.structured_output, st.text)
-        run.emit(ObjectResult(object=st.object, run_id=run.run_id, from_=AGENT), Origin.RUN)
-    else:
-        # A processor (e.g. a structuring guard) may have produced the object itself.
-        for rec in st.delivered:
-            if rec.objects:
-                st.object = rec.objects[-1]
+    # The last object-result the consumer received from an accepted attempt: the answer
+    # step's (``step_finish``), or one a processor produced (e.g. a structuring guard).
+    for rec in st.delivered:
+        if rec.objects:
+            st.object = rec.objects[-1]
     if cfg.memory is not None and cfg.thread_id is not None:
         await cfg.memory.remember(cfg.thread_id, cfg.resource_id, st.message_list)
     payload = step_end_payload("finish", st.finish_reason, False, st.text, [], st.usage,
