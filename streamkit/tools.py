@@ -65,7 +65,7 @@ from .models._base import ToolSpec
 from .processors._runtime import Writer
 from .processors._spec import is_async_callable
 
-__all__ = ["Tool", "tool", "json_schema", "report_failure"]
+__all__ = ["Tool", "tool", "json_schema"]
 
 #: Seconds a tool call may take when neither the tool nor the agent says (``Agent(tool_timeout=)``).
 DEFAULT_TOOL_TIMEOUT = 300.0
