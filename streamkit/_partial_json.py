@@ -158,10 +158,12 @@ class PartialJSON:
                 continue
             if mode >= _DONE:
                 return changed
-            pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
-            if pos >= end:
-                break
             ch = text[pos]
+            if ch in " \t\n\r":  # the regex only when there is whitespace to skip
+                pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
+                if pos >= end:
+                    break
+                ch = text[pos]
             pos += 1
             changed = self._structural(mode, ch) or changed
         return changed
