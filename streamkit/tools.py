@@ -52,6 +52,7 @@ import inspect
 import logging
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from typing import Any, Generic, get_type_hints, overload
 
@@ -75,6 +76,37 @@ INJECTED = frozenset(("writer", "request_context", "tool_call_id", "abort_signal
 _MISSING = object()
 
 log = logging.getLogger("streamkit.tools")
+
+
+def report_failure(tool_name: str, tool_call_id: str, exc: BaseException) -> str:
+    """Tell the developer that tool call ``tool_call_id`` of ``tool_name`` failed, and return
+    what was told (for ``result.trace``).
+
+    The model is given only the exception's message (``agent._build.error_text``); the
+    developer gets the rest here. An exception the tool's own code raised is logged on the
+    ``streamkit.tools`` logger at ERROR with its full traceback, naming the tool and the call.
+    Decision: a ``ToolError`` (streamkit's own verdict: unknown tool, invalid arguments, a
+    timeout, an unencodable result; or a tool that raised one to speak to the model) is a
+    WARNING with its message only, since its traceback would point into streamkit, not at
+    the developer's code.
+
+    Example:
+        >>> try:
+        ...     raise RuntimeError("service unavailable")
+        ... except RuntimeError as exc:
+        ...     told = report_failure("lookup", "call_1", exc)
+        >>> told.splitlines()[0]
+        "tool 'lookup' (call call_1) raised RuntimeError: service unavailable"
+        >>> told.splitlines()[-1]
+        'RuntimeError: service unavailable'
+    """
+    head = f"tool {tool_name!r} (call {tool_call_id}) raised {type(exc).__name__}: {exc}"
+    if isinstance(exc, ToolError):
+        log.warning("%s", head)
+        return head
+    log.error("%s", head, exc_info=(type(exc), exc, exc.__traceback__))
+    trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return f"{head}\n{trace.rstrip()}"
 
 
 def _log_dropped(name: str, dropped: set[str], known: set[str]) -> None:

@@ -150,7 +150,7 @@ class TestRun:
         pytest.param(tool_call("lookup", {"customer_id": 5}), "argument 'customer_id'",
                      id="invalid-args"),
         pytest.param(tool_call("lookup", {}), "missing required argument", id="missing-arg"),
-        pytest.param(tool_call("boom", {}), "RuntimeError: kaput", id="tool-raises"),
+        pytest.param(tool_call("boom", {}), "kaput", id="tool-raises"),
     ])
     async def test_tool_errors_go_back_to_the_model(self, call: Any, error: str) -> None:
         @tool

@@ -481,7 +481,7 @@ async def test_spans_with_content_capture_carry_what_the_client_was_shown(
     (retry,) = [c for c in chunks if isinstance(c, DataChunk) and c.type == "data-step-retry"]
     (tool_error,) = [c for c in chunks if isinstance(c, ToolErrorChunk)]
     told = {"chat m": [retry.data["reason"], shown], "invoke_agent a": [shown],
-            "execute_tool explode": [f"ValueError: {tool_error.payload.error['message']}"]}
+            "execute_tool explode": [tool_error.payload.error["message"]]}
     for name, texts in told.items():
         got = sorted((s for s in spans if s.name == name and
                       s.status.status_code is StatusCode.ERROR), key=lambda s: s.start_time)

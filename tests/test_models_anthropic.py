@@ -217,7 +217,7 @@ async def test_prompt_translation(server: ReplayServer, model: Any) -> None:
 
 @pytest.mark.parametrize("choice,sent", [
     pytest.param("auto", {"type": "auto"}, id="auto"),
-    pytest.param("none", {"type": "none"}, id="none"),
+    pytest.param("none", None, id="none-sends-no-tools-and-no-choice"),
     pytest.param({"type": "tool", "toolName": "get_weather"},
                  {"type": "tool", "name": "get_weather"}, id="named-tool"),
 ])
@@ -225,7 +225,19 @@ async def test_tool_choice_mapping(server: ReplayServer, model: Any, choice: Any
                                    sent: Any) -> None:
     server.enqueue(Reply.sse("anthropic/text-stream.sse"))
     await collect(model, ModelRequest(prompt=QUESTION, tools=[WEATHER], tool_choice=choice))
-    assert server.requests[0].body["tool_choice"] == sent
+    assert server.requests[0].body.get("tool_choice") == sent
+    assert ("tools" in server.requests[0].body) is (choice != "none")
+
+
+async def test_tool_choice_none_keeps_the_structured_output_tool(server: ReplayServer,
+                                                                 model: Any) -> None:
+    server.enqueue(Reply.sse("anthropic/text-stream.sse"))
+    schema = {"type": "object", "properties": {"t": {"type": "number"}}}
+    await collect(model, ModelRequest(prompt=QUESTION, tools=[WEATHER], tool_choice="none",
+                                      structured_output=schema))
+    body = server.requests[0].body
+    assert [t["name"] for t in body["tools"]] == ["json"]
+    assert body["tool_choice"] == {"type": "tool", "name": "json"}
 
 
 async def test_thinking_budget_raises_the_default_max_tokens(server: ReplayServer,

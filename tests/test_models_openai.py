@@ -289,7 +289,7 @@ async def test_prompt_tools_settings_and_options_reach_the_server(server: Replay
 
 @pytest.mark.parametrize("choice,sent", [
     pytest.param("auto", "auto", id="auto"),
-    pytest.param("none", "none", id="none"),
+    pytest.param("none", None, id="none-sends-no-tools-and-no-choice"),
     pytest.param("required", "required", id="required"),
     pytest.param(None, None, id="unset-is-left-out"),
 ])
@@ -298,6 +298,7 @@ async def test_tool_choice_mapping(server: ReplayServer, model: Any, choice: Any
     server.enqueue(Reply.sse("openai/tool-stream.sse"))
     await collect(model, ModelRequest(prompt=QUESTION, tools=[WEATHER], tool_choice=choice))
     assert server.requests[0].body.get("tool_choice") == sent
+    assert ("tools" in server.requests[0].body) is (choice != "none")
 
 
 def test_bad_input_is_refused_before_any_call(model: Any) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
+from .._partial_json import PartialJSON
 from ..chunks import (
     File,
     FinishPayload,
@@ -63,9 +64,12 @@ def reason_of(finish: Any) -> str:
 
 
 def error_text(name: str, message: str) -> str:
-    """What the model (and the store) reads of a failed tool: ``"ValueError: no such
-    order"``, or the message alone for a ``ToolError`` (it already says what failed)."""
-    return message if name == "ToolError" else f"{name}: {message}"
+    """What the model (and the store) reads of a failed tool: the exception's message alone
+    (``"service unavailable"``, not ``"RuntimeError: service unavailable"``), as Mastra gives
+    its model ``error.message``. The developer gets the type and the traceback elsewhere (the
+    ``streamkit.tools`` log, ``result.trace``, the ``execute_tool`` span). Decision: an
+    exception with an empty message gives its type name, so the model is told *something*."""
+    return message if message else name
 
 
 class StepRecorder:
@@ -82,9 +86,9 @@ class StepRecorder:
     """
 
     __slots__ = ("entries", "texts", "chunks", "tool_calls", "objects", "_reasons",
-                 "_signatures", "first_text_ns")
+                 "_signatures", "first_text_ns", "partial")
 
-    def __init__(self, keep_chunks: bool) -> None:
+    def __init__(self, keep_chunks: bool, partial: PartialJSON | None = None) -> None:
         # entries, in order of first appearance: a text buffer (list[str]), a reasoning
         # buffer (tuple ("reasoning", id, list[str])), or a finished message part.
         self.entries: list[Any] = []
@@ -97,6 +101,9 @@ class StepRecorder:
         #: ``perf_counter_ns()`` when the first text part opened (its first delta was
         #: delivered): the step's time to first chunk. Read once per part, never per chunk.
         self.first_text_ns = 0
+        #: With structured output: the step's text read as JSON as it is delivered, for the
+        #: partial ``object`` chunks (``Run.events`` feeds it each text delta).
+        self.partial = partial
 
     def open_text(self, text_id: str) -> list[str]:
         """The buffer of text part ``text_id`` (created, in order, on first use)."""

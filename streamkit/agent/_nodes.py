@@ -15,11 +15,13 @@ there (for a short request that work was a sizeable part of its cost).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 from msgspec import UNSET, structs
 
+from .._partial_json import PartialJSON
 from ..chunks import (
     Chunk,
     DataChunk,
@@ -37,10 +39,12 @@ from ..chunks import (
 from ..errors import APICallError, StreamkitError, ToolError
 from ..graph import END
 from ..messages import (
+    DataPart,
     Message,
     MessageContent,
     MessageList,
     StepStartPart,
+    TextPart,
     ToolInvocationPart,
     get_text,
 )
@@ -53,7 +57,8 @@ from ..processors._runner import (
     run_llm_response,
     run_message_hook,
 )
-from ..tools import Tool, tools_by_name
+from ..processors._runtime import TraceRecord
+from ..tools import Tool, report_failure, tools_by_name
 from ._build import (
     StepRecorder,
     error_text,
@@ -232,8 +237,12 @@ async def model(run: Run) -> str:
     cfg, step = run.config, run.step
     schema = cfg.structured_schema if step.structured_output is cfg.structured_output else \
         schema_of(step.structured_output)
+    # ``tool_choice="none"`` sends no tools (Mastra strips them: some providers reject tools
+    # with "none"); the hooks above still saw the step's tool set.
+    specs = [] if step.tool_choice == "none" else \
+        [t.spec for t in step.tools.values() if isinstance(t, Tool)]
     step.request = ModelRequest(
-        prompt=step.prompt, tools=[t.spec for t in step.tools.values() if isinstance(t, Tool)],
+        prompt=step.prompt, tools=specs,
         tool_choice=step.tool_choice, model_settings=step.model_settings,
         provider_options=step.provider_options, structured_output=schema, run_id=run.run_id,
         step_number=run.state.step_number)
@@ -246,7 +255,9 @@ async def process_output_stream(run: Run) -> Stream:
     the replay) driven through the fused chain; the model's ``finish`` is kept for ``collect``."""
     st, step = run.state, run.step
     # Every chunk is kept only for ``process_llm_response``, which receives them.
-    rec = step.recorder = StepRecorder(keep_chunks="process_llm_response" in run.graph.busy)
+    rec = step.recorder = StepRecorder(
+        keep_chunks="process_llm_response" in run.graph.busy,
+        partial=PartialJSON() if step.structured_output is not None else None)
     st.delivered.append(rec)
     run.emit(StepStart(message_id=run.run_id, request={}, warnings=[], run_id=run.run_id,
                        from_=AGENT), Origin.STEP)
@@ -379,10 +390,13 @@ async def process_output_step(run: Run) -> str:
 
 
 async def _call_tool(run: Run, call: dict[str, Any]) -> tuple[bool, Any]:
-    """Run one tool call; a failing tool is reported to the model, not raised."""
+    """Run one tool call; a failing tool is reported to the model, not raised, and to the
+    developer (``report_failure``: the ``streamkit.tools`` log, and a ``result.trace`` record
+    with hook ``execute_tool``, outcome ``error`` and the traceback as its detail)."""
     step = run.step
     name = call["tool_name"]
     tool = step.tools.get(name)
+    started = time.perf_counter()
     try:
         if tool is None:
             raise ToolError(f"unknown tool {name!r}; available: {sorted(step.tools)}",
@@ -395,6 +409,12 @@ async def _call_tool(run: Run, call: dict[str, Any]) -> tuple[bool, Any]:
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - a failing tool is reported to the model
+        told = report_failure(name, call["tool_call_id"], exc)
+        # Straight into the trace, not through ``runtime.record``: the tracer's record hook
+        # makes processor spans, and the tool has its own ``execute_tool`` span.
+        run.runtime.trace.append(TraceRecord(name, "execute_tool", run.state.step_number,
+                                             time.perf_counter() - started, "error",
+                                             detail=told))
         return False, exc
 
 
@@ -489,6 +509,12 @@ def _invocation_result(ml: MessageList, tool_call_id: str) -> Any:
 async def step_finish(run: Run) -> str:
     cfg, st, step = run.config, run.state, run.step
     continued = bool(step.tool_calls) and st.step_number + 1 < cfg.max_steps
+    if step.structured_output is not None and not step.tool_calls:
+        # The answer step's object, as Mastra places it: after the step's text-end (and what
+        # the step's hooks wrote), before its step-finish. Read from the text the consumer
+        # received, after process_output_step accepted it (a guard may still retry the step).
+        run.emit(ObjectResult(object=parse_object(step.structured_output, step.text),
+                              run_id=run.run_id, from_=AGENT), Origin.RUN)
     run.emit(StepFinish(payload=step_end_payload(
         "step-finish", step.finish_reason, continued, step.text, step.tool_calls, step.usage,
         run.run_id), run_id=run.run_id, from_=AGENT), Origin.STEP)
@@ -532,21 +558,59 @@ async def retry(run: Run) -> str:
 
 
 async def process_output_result(run: Run) -> str:
+    """``process_output_result``, then the run's two texts (as Mastra's): ``result.text``
+    joins the text of every accepted step (``getFullOutput().text``), ``stream.text`` is the
+    final step's text alone (narration before tool calls excluded). A hook that edits the
+    response text changes both: ``result.text`` is re-read from the list, ``stream.text``
+    becomes the text of the last assistant message (Mastra's ``resolveProcessedOutputText``)."""
     st = run.state
+    final = st.steps[-1].text if st.steps else ""
     if "process_output_result" not in run.graph.busy:
         st.text = _response_text(st.message_list)
+        st.final_text = final
         st.has_result_text = True
         return "finish"
-    result = {"text": _response_text(st.message_list), "usage": st.usage,
+    before = _assistant_texts(st.message_list)
+    result = {"text": "".join(before), "usage": st.usage,
               "finish_reason": st.finish_reason, "steps": list(st.steps)}
     await run_message_hook(run.runtime, run.config.output_specs, "process_output_result",
                            st.message_list, {"result": result, "retry_count": 0,
                                              "writer": run.result_writer,
                                              "request_context": run.runtime.request_context},
                            default_source="response")
-    st.text = _response_text(st.message_list)
+    after = _assistant_texts(st.message_list)
+    st.text = "".join(after)
+    st.final_text = final if after == before else (after[-1] if after else "")
     st.has_result_text = True
     return "finish"
+
+
+def _assistant_texts(ml: MessageList) -> list[str]:
+    """The text of each step of the response's assistant messages, in order: a message is cut
+    at its ``step-start`` parts (one message holds the steps of a turn, as in Mastra, whose
+    provider form splits it there too). Messages that hold only ``data-*`` parts (stored on
+    their own, not an answer) are left out; a message without text parts gives its
+    ``content.content`` (``get_text``)."""
+    texts: list[str] = []
+    for m in ml.get.response.db():
+        parts = m.content.parts
+        if m.role != "assistant" or (parts and all(p.__class__ is DataPart for p in parts)):
+            continue
+        if not any(p.__class__ is TextPart for p in parts):
+            texts.append(get_text(m))
+            continue
+        texts.append("")
+        is_empty = True  # the current step has no part yet (a leading step-start opens none)
+        for p in parts:
+            if p.__class__ is StepStartPart:
+                if not is_empty:
+                    texts.append("")
+                    is_empty = True
+                continue
+            is_empty = False
+            if p.__class__ is TextPart:
+                texts[-1] += p.text
+    return texts
 
 
 def _response_text(ml: MessageList) -> str:
@@ -555,14 +619,11 @@ def _response_text(ml: MessageList) -> str:
 
 async def finish(run: Run) -> str:
     cfg, st = run.config, run.state
-    if cfg.structured_output is not None:
-        st.object = parse_object(cfg.structured_output, st.text)
-        run.emit(ObjectResult(object=st.object, run_id=run.run_id, from_=AGENT), Origin.RUN)
-    else:
-        # A processor (e.g. a structuring guard) may have produced the object itself.
-        for rec in st.delivered:
-            if rec.objects:
-                st.object = rec.objects[-1]
+    # The last object-result the consumer received from an accepted attempt: the answer
+    # step's (``step_finish``), or one a processor produced (e.g. a structuring guard).
+    for rec in st.delivered:
+        if rec.objects:
+            st.object = rec.objects[-1]
     if cfg.memory is not None and cfg.thread_id is not None:
         await cfg.memory.remember(cfg.thread_id, cfg.resource_id, st.message_list)
     payload = step_end_payload("finish", st.finish_reason, False, st.text, [], st.usage,

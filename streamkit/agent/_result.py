@@ -2,7 +2,7 @@
 usage.
 
 ``AgentStream`` is the live handle: iterate it for the full chunk stream, ``await stream.text``
-for the text the consumer received, ``await stream.result()`` for the same ``AgentResult`` that
+for the final step's text, ``await stream.result()`` for the same ``AgentResult`` that
 ``generate()`` returns, ``stream.text_stream`` for text deltas only, ``stream.to_observable()`` for
 reactivex. The stream is consumed once; ``result()``/``text`` drain what is left.
 """
@@ -82,7 +82,9 @@ class AgentResult:
     """The outcome of one ``generate()``/``stream()`` call.
 
     Attributes:
-        text: the accepted answer ('' when a tripwire stopped the run: nothing was accepted).
+        text: the accepted answer: every accepted step's text, joined (Mastra's
+            ``getFullOutput().text``; ``await stream.text`` is the final step's alone); ''
+            when a tripwire stopped the run (nothing was accepted).
         usage: summed over every model call, retried ones included.
         finish_reason: the last step's reason; ``"other"`` after a tripwire.
         steps: every step, rejected attempts included.
@@ -180,16 +182,17 @@ class AgentStream:
 
     @property
     def text(self) -> Awaitable[str]:
-        """Awaitable: the run's text. Once ``process_output_result`` has run it is
-        ``result.text`` — what that hook left, edits included (as Mastra's ``stream.text``).
-        A run that never got there (a tripwire, an error, a consumer that closed early) gives
-        the text deltas the consumer received, joined; a retried step's withdrawn text is not
-        included either way."""
-        async def joined() -> str:
+        """Awaitable: the final step's text, as Mastra's ``stream.text`` ("narration before
+        tool calls is excluded"); ``result.text`` joins every step's text. An edit that
+        ``process_output_result`` makes to the response text is included (the text of the
+        last assistant message, then). A run that never got there (a tripwire, an error, a
+        consumer that closed early) gives the text deltas the consumer received, joined. A
+        retried step's withdrawn text is not included either way."""
+        async def final() -> str:
             await self._drain()
             st = self._run.state
-            return st.text if st.has_result_text else st.delivered_text()
-        return joined()
+            return st.final_text if st.has_result_text else st.delivered_text()
+        return final()
 
     @property
     def text_stream(self) -> AsyncIterator[str]:

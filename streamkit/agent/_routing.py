@@ -12,7 +12,8 @@ origin              chunks                                                      
                     tool-error, step-finish
 ``RUN``             the loop's run framing: start, finish, tripwire, error,     no
                     data-step-retry and the withdrawn attempt's step-finish,
-                    object-result
+                    object-result, and the partial ``object`` chunks (made by
+                    ``Run.events`` from the text deltas it delivers)
 ``TOOL_WRITER``     ``writer.custom`` in a tool                                 yes
 ``HOOK_WRITER``     ``writer.custom`` in process_input_step, prepare_step,      yes
                     process_llm_request, process_llm_response,

@@ -29,7 +29,7 @@ from functools import cached_property
 from msgspec import UNSET
 
 from .._message_model import _new_id
-from ..chunks import Chunk, DataChunk, TextDelta, ToolErrorChunk, ToolResult
+from ..chunks import Chunk, DataChunk, ObjectChunk, TextDelta, ToolErrorChunk, ToolResult
 from ..errors import APICallError, StreamkitError
 from ..graph import END, START, Graph
 from ..messages import (
@@ -239,6 +239,7 @@ class Run:
                         if rec is None:  # every stream runs in a recorded step; keep it simple
                             rec = StepRecorder(keep_chunks=False)
                         keep = rec.chunks
+                        partial = rec.partial
                         text_id: str | None = None
                         buf: list[str] = []
                         try:
@@ -253,6 +254,11 @@ class Run:
                                     buf.append(payload.text)
                                     if keep is not None:
                                         keep.append(chunk)
+                                    if partial is not None and partial.feed(payload.text):
+                                        # Structured output: the object so far, just before
+                                        # the delta that changed it (as Mastra sends it).
+                                        yield ObjectChunk(object=partial.snapshot(),
+                                                          run_id=self.run_id, from_="AGENT")
                                 else:
                                     self.deliver(chunk)
                                 yield chunk

@@ -138,8 +138,11 @@ class RunState:
     tripwire: TripwireInfo | None = None
     error: BaseException | None = None
     finish_reason: str = "unknown"
+    #: ``result.text``: every accepted step's text, joined (Mastra's ``getFullOutput().text``).
     text: str = ""
-    #: ``text`` is the run's final text (``process_output_result`` has run).
+    #: ``await stream.text``: the final step's text (narration before tool calls excluded).
+    final_text: str = ""
+    #: ``text`` and ``final_text`` are the run's texts (``process_output_result`` has run).
     has_result_text: bool = False
     object: Any = None
     delivered: list[StepRecorder] = field(default_factory=list)

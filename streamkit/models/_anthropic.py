@@ -289,9 +289,15 @@ def build_anthropic_body(model_id: str, request: ModelRequest) -> dict[str, Any]
                             "messages": messages, "stream": True}
     if system:
         body["system"] = system
-    tools = [{"name": t.name, "description": t.description, "input_schema": t.parameters}
-             for t in request.tools]
     choice = None if request.tool_choice is None else _tool_choice(request.tool_choice)
+    # ``tool_choice="none"`` sends no tools (as Mastra strips them). Decision: structured output
+    # still gets its answer tool, forced as when no tools are given: "none" is about the
+    # caller's tools, and the answer tool is how the schema reaches this API.
+    user_tools = [] if request.tool_choice == "none" else request.tools
+    if user_tools is not request.tools:
+        choice = None
+    tools = [{"name": t.name, "description": t.description, "input_schema": t.parameters}
+             for t in user_tools]
     options = unwrap_provider_options(request.provider_options, ("anthropic",))
     thinking = options.get("thinking")
     budget = thinking.get("budget_tokens") if isinstance(thinking, dict) else None
@@ -303,7 +309,7 @@ def build_anthropic_body(model_id: str, request: ModelRequest) -> dict[str, Any]
         tools.append({"name": JSON_TOOL, "input_schema": request.structured_output,
                       "description": "Respond with a JSON object matching this schema. Call "
                                      "this tool to give your final answer."})
-        if not request.tools and not is_thinking:  # thinking forbids forcing a tool
+        if not user_tools and not is_thinking:  # thinking forbids forcing a tool
             choice = {"type": "tool", "name": JSON_TOOL}
     if tools:
         body["tools"] = tools

@@ -215,7 +215,9 @@ def build_openai_body(model_id: str, request: ModelRequest, *, stream: bool,
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
-    if request.tools:
+    if request.tool_choice == "none":
+        pass  # no tools at all: some servers reject tools with "none" (Mastra strips them too)
+    elif request.tools:
         body["tools"] = [{"type": "function",
                           "function": {"name": t.name, "description": t.description,
                                        "parameters": t.parameters}} for t in request.tools]

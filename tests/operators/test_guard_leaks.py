@@ -346,9 +346,10 @@ async def test_tools_async_and_sync_alike(tmp_path: Path, path: str, mode: str) 
 
 
 def assert_consistent(run: dict[str, Any]) -> None:
-    """What every summary says is what was emitted: ``result.text``, ``await stream.text`` and
-    the ``finish`` chunk's text are the joined text deltas; each ``step-finish`` has its step's
-    text and tool calls; the stored assistant text and tool outcomes are what was streamed."""
+    """What every summary says is what was emitted: ``result.text`` and the ``finish`` chunk's
+    text are the joined text deltas, ``await stream.text`` the final step's (as Mastra's);
+    each ``step-finish`` has its step's text and tool calls; the stored assistant text and tool
+    outcomes are what was streamed."""
     chunks, result = run["chunks"], run["result"]
     by_part: dict[str, str] = {}  # each text part whole, in the order of its first delta
     for c in chunks:
@@ -356,7 +357,13 @@ def assert_consistent(run: dict[str, Any]) -> None:
             by_part[c.payload.id] = by_part.get(c.payload.id, "") + c.payload.text
     joined = "".join(by_part.values())
     finish = [c for c in chunks if c.type == "finish"]
-    assert result.text == run["text"] == joined == finish[-1].payload.output.text
+    assert result.text == joined == finish[-1].payload.output.text
+    last_step = max(i for i, c in enumerate(chunks) if c.type == "step-start")
+    final: dict[str, str] = {}  # the final step's text parts, whole, as above
+    for c in chunks[last_step:]:
+        if c.__class__ is TextDelta:
+            final[c.payload.id] = final.get(c.payload.id, "") + c.payload.text
+    assert run["text"] == "".join(final.values())
     step_texts, calls, parts = [], [], {}
     for c in chunks:
         if c.__class__ is TextDelta:

@@ -277,6 +277,6 @@ async def test_a_failed_tool_is_stored_as_the_client_saw_it(tmp_path: Path) -> N
     assert error.payload.error["message"] == f"card {MASKED} declined"
     stored = [r for s in result.steps for r in s.tool_results]
     assert stored == [{"tool_call_id": error.payload.tool_call_id, "tool_name": "fails",
-                       "args": {"q": "x"}, "result": f"ValueError: card {MASKED} declined",
+                       "args": {"q": "x"}, "result": f"card {MASKED} declined",
                        "is_error": True}]
     assert CARD not in str(await memory.recall("t", "u"))
