@@ -34,10 +34,13 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import secrets
 from typing import Any
 
 from streamkit.errors import InvalidArgument, InvalidType, StreamkitError
+
+from ._usage_stores import bucket_of
 
 
 @functools.cache
@@ -54,29 +57,87 @@ def _redis() -> tuple[Any, type[Exception]]:
 
 __all__ = ["RedisCache", "RedisUsageStore"]
 
-# KEYS[1] = the scope's sorted set; ARGV = at, member, retention seconds ("" = keep all)
-_ADD = """
-local retention = ARGV[3]
-if retention ~= '' then
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. (tonumber(ARGV[1]) - tonumber(retention)))
+# The ledger of one guard and scope is three hashes: KEYS[1] bucket start -> tokens, KEYS[2]
+# bucket start -> cost, KEYS[3] reservation id -> "tokens|cost|expires (server ms)".
+# Numbers go back as '%.17g' strings (Lua's tostring rounds to 14 digits).
+_EXPIRE = """
+local function expire(keep, ttl)
+  if keep ~= '' then
+    redis.call('PEXPIRE', KEYS[1], keep)
+    redis.call('PEXPIRE', KEYS[2], keep)
+  end
+  if redis.call('EXISTS', KEYS[3]) == 1 then
+    if keep == '' then redis.call('PERSIST', KEYS[3])
+    else redis.call('PEXPIRE', KEYS[3], math.max(tonumber(keep), ttl)) end
+  end
 end
-redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
-if retention ~= '' then
-  redis.call('PEXPIRE', KEYS[1], math.ceil(tonumber(retention) * 1000))
+"""
+
+# ARGV: hold, tokens, cost, since|'', bucket|'', ttl ms, max tokens|'', max cost|'', force,
+# keep ms|''. Reservations expire by the server's clock (TIME): no process's clock decides.
+_RESERVE = _EXPIRE + """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local held_t, held_c = 0, 0
+local holds = redis.call('HGETALL', KEYS[3])
+for i = 1, #holds, 2 do
+  local _, _, ht, hc, exp = string.find(holds[i + 1], '^([^|]*)|([^|]*)|([^|]*)$')
+  if tonumber(exp) <= now then
+    redis.call('HDEL', KEYS[3], holds[i])
+  else
+    held_t = held_t + tonumber(ht)
+    held_c = held_c + tonumber(hc)
+  end
 end
+local lo = nil
+if ARGV[4] ~= '' and ARGV[5] ~= '' then lo = tonumber(ARGV[4]) - tonumber(ARGV[5]) end
+local function sum(key)
+  local total = 0
+  local rows = redis.call('HGETALL', key)
+  for i = 1, #rows, 2 do
+    if lo ~= nil and tonumber(rows[i]) <= lo then
+      redis.call('HDEL', key, rows[i])
+    else
+      total = total + tonumber(rows[i + 1])
+    end
+  end
+  return total
+end
+local used_t = sum(KEYS[1]) + held_t
+local used_c = sum(KEYS[2]) + held_c
+local ok = ARGV[9] == '1' or (
+  (ARGV[7] == '' or used_t + tonumber(ARGV[2]) <= tonumber(ARGV[7])) and
+  (ARGV[8] == '' or used_c + tonumber(ARGV[3]) <= tonumber(ARGV[8])))
+if ok then
+  local ttl = tonumber(ARGV[6])
+  redis.call('HSET', KEYS[3], ARGV[1], ARGV[2] .. '|' .. ARGV[3] .. '|' .. (now + ttl))
+  expire(ARGV[10], ttl)
+end
+return {ok and 1 or 0, string.format('%.17g', used_t), string.format('%.17g', used_c)}
+"""
+
+# ARGV: hold|'', tokens, cost, bucket start, keep ms|''
+_SETTLE = _EXPIRE + """
+if ARGV[1] ~= '' then redis.call('HDEL', KEYS[3], ARGV[1]) end
+redis.call('HINCRBY', KEYS[1], ARGV[4], ARGV[2])
+redis.call('HINCRBYFLOAT', KEYS[2], ARGV[4], ARGV[3])
+expire(ARGV[5], 0)
 return 1
 """
 
-# KEYS[1] = the scope's sorted set; ARGV[1] = since ("-inf" for all). Members are
-# "<id>|<tokens>|<cost>"; the sum is returned as strings (Lua numbers would be truncated).
+# ARGV: since|'', bucket|''
 _TOTAL = """
-local tokens, cost = 0, 0
-for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], '+inf')) do
-  local _, _, t, c = string.find(member, '|([^|]*)|([^|]*)$')
-  tokens = tokens + tonumber(t)
-  cost = cost + tonumber(c)
+local lo = nil
+if ARGV[1] ~= '' and ARGV[2] ~= '' then lo = tonumber(ARGV[1]) - tonumber(ARGV[2]) end
+local function sum(key)
+  local total = 0
+  local rows = redis.call('HGETALL', key)
+  for i = 1, #rows, 2 do
+    if lo == nil or tonumber(rows[i]) > lo then total = total + tonumber(rows[i + 1]) end
+  end
+  return total
 end
-return {tostring(tokens), string.format('%.17g', cost)}
+return {string.format('%.17g', sum(KEYS[1])), string.format('%.17g', sum(KEYS[2]))}
 """
 
 
@@ -179,17 +240,26 @@ class RedisCache(_RedisBackend):
 
 
 class RedisUsageStore(_RedisBackend):
-    """A ``CostGuard`` usage store in Redis: every process adds to, and reads, one ledger.
+    """A ``CostGuard`` ledger in Redis: every process checks, reserves and records in one.
+
+    Implements the ledger protocol of ``_usage_stores`` (``reserve``, ``settle``, ``release``,
+    ``add``, ``total``) with one Lua script per operation, so a check-and-reserve is atomic
+    across every process and machine. A ledger is three hashes under ``<prefix>{<ledger>}:``
+    (``t``/``c``: tokens and dollars per time bucket, ``h``: reservations in flight; the braces
+    keep them in one Redis Cluster slot). Reservations expire by the Redis server's clock, so
+    one whose process died stops counting after its TTL on every machine at once.
 
     Args:
         url_or_client: ``"redis://host:6379/0"`` or a ``redis.asyncio.Redis``.
-        prefix: put before every scope key.
-        retention: seconds records are kept (default 400 days: longer than ``CostGuard``'s
-            longest window, ``"365d"``); ``None`` keeps them forever. Older records are dropped
-            when the scope is next written, and an idle scope's key expires after it.
+        prefix: put before every ledger key.
+        retention: for a guard without a window (``window=None``), seconds an idle ledger is
+            kept (default 400 days); ``None`` keeps it forever. A guard with a window keeps its
+            ledger for the window (and a bucket) after its last write.
 
     Raises:
-        StreamkitError: from ``add``/``total`` when Redis fails (the message names it).
+        StreamkitError: from every operation when Redis fails or does not answer within the
+            socket timeout (the message names the server, the operation and the ledger):
+            ``CostGuard`` fails closed.
 
     Example:
         >>> guard = CostGuard(max_cost=5.0, pricing=Price(0.15, 0.60), window="24h",
@@ -204,34 +274,76 @@ class RedisUsageStore(_RedisBackend):
                                       or retention <= 0):
             raise InvalidArgument(f"retention must be seconds > 0 or None, got {retention!r}")
         self.retention = retention
-        self._add: Any = None
-        self._total: Any = None
+        self._scripts: dict[str, Any] = {}
 
-    def _fail(self, what: str, scope_key: str, exc: Exception) -> StreamkitError:
-        return StreamkitError(f"cost-guard usage store at {self._where()}: could not {what} "
-                              f"for scope {scope_key!r}: {type(exc).__name__}: {exc}",
-                              scope_key=scope_key, operation=what)
+    def _keys(self, ledger: str) -> list[str]:
+        base = f"{self.prefix}{{{ledger}}}:"
+        return [base + "t", base + "c", base + "h"]
 
-    async def add(self, scope_key: str, tokens: int, cost: float, at: float) -> None:
-        """Record ``tokens`` and ``cost`` for ``scope_key`` at time ``at`` (epoch seconds)."""
-        if self._add is None:
-            self._add = self.redis.register_script(_ADD)
-        member = f"{secrets.token_hex(8)}|{int(tokens)}|{float(cost)!r}"
-        retention = "" if self.retention is None else repr(float(self.retention))
+    def _keep(self, keep: float | None) -> str:
+        keep = self.retention if keep is None else keep
+        return "" if keep is None else str(max(1, math.ceil(keep * 1000)))
+
+    async def _run(self, name: str, source: str, what: str, ledger: str,
+                   args: list[str]) -> Any:
+        script = self._scripts.get(name)
+        if script is None:
+            script = self._scripts[name] = self.redis.register_script(source)
         try:
-            await self._add(keys=[self.prefix + scope_key], args=[repr(float(at)), member,
-                                                                  retention])
+            return await script(keys=self._keys(ledger), args=args)
         except (_redis()[1], OSError) as exc:
-            raise self._fail("record usage", scope_key, exc) from exc
+            raise StreamkitError(f"cost-guard usage store at {self._where()}: could not {what} "
+                                 f"for {ledger!r}: {type(exc).__name__}: {exc}",
+                                 scope_key=ledger, operation=what) from exc
 
-    async def total(self, scope_key: str, since: float | None = None) -> tuple[int, float]:
-        """``(tokens, cost)`` recorded for ``scope_key`` at or after ``since``."""
-        if self._total is None:
-            self._total = self.redis.register_script(_TOTAL)
+    async def reserve(self, ledger: str, hold: str, tokens: int, cost: float, *, at: float,
+                      since: float | None, bucket: float | None, ttl: float,
+                      max_tokens: float | None, max_cost: float | None,
+                      force: bool = False) -> tuple[bool, int, float]:
+        """Check the budget and reserve ``tokens``/``cost`` for a call, in one script."""
+        out = await self._run("reserve", _RESERVE, "reserve budget", ledger, [
+            hold, str(int(tokens)), _num(cost), "" if since is None else _num(since),
+            "" if bucket is None else _num(bucket), str(max(1, math.ceil(ttl * 1000))),
+            "" if max_tokens is None else _num(max_tokens),
+            "" if max_cost is None else _num(max_cost), "1" if force else "0",
+            self._keep(None if since is None or bucket is None else at - since + bucket)])
+        return bool(int(out[0])), int(float(out[1])), float(out[2])
+
+    async def settle(self, ledger: str, hold: str | None, tokens: int, cost: float, *,
+                     at: float, bucket: float | None = 1.0, keep: float | None = None) -> None:
+        """Record a call's real usage in the bucket of ``at``, replacing its reservation."""
+        await self._run("settle", _SETTLE, "record usage", ledger, [
+            hold or "", str(int(tokens)), _num(cost), str(bucket_of(at, bucket)),
+            self._keep(keep)])
+
+    async def release(self, ledger: str, hold: str) -> None:
+        """Drop a reservation (no error when it is gone already)."""
         try:
-            tokens, cost = await self._total(
-                keys=[self.prefix + scope_key],
-                args=["-inf" if since is None else repr(float(since))])
+            await self.redis.hdel(self._keys(ledger)[2], hold)
         except (_redis()[1], OSError) as exc:
-            raise self._fail("read usage", scope_key, exc) from exc
-        return int(tokens), float(cost)
+            raise StreamkitError(f"cost-guard usage store at {self._where()}: could not "
+                                 f"release a reservation for {ledger!r}: "
+                                 f"{type(exc).__name__}: {exc}", scope_key=ledger,
+                                 operation="release") from exc
+
+    async def add(self, ledger: str, tokens: int, cost: float, at: float) -> None:
+        """Record ``tokens`` and ``cost`` at time ``at`` (epoch seconds), to the second."""
+        await self.settle(ledger, None, tokens, cost, at=at)
+
+    async def total(self, ledger: str, since: float | None = None, *,
+                    bucket: float | None = 1.0) -> tuple[int, float]:
+        """``(tokens, cost)`` spent in buckets reaching past ``since`` (reservations left
+        out)."""
+        out = await self._run("total", _TOTAL, "read usage", ledger, [
+            "" if since is None else _num(since), "" if bucket is None else _num(bucket)])
+        return int(float(out[0])), float(out[1])
+
+    async def held(self, ledger: str) -> int:
+        """How many reservations ``ledger`` holds (expired ones included until the next
+        check)."""
+        return int(await self.redis.hlen(self._keys(ledger)[2]))
+
+
+def _num(value: float) -> str:
+    """A number as Lua's ``tonumber`` and Redis's ``HINCRBYFLOAT`` read it back exactly."""
+    return repr(float(value)) if not float(value).is_integer() else str(int(value))

@@ -45,7 +45,7 @@ async def test_recorded_tokens_equal_the_reported_usage() -> None:
     guard = CostGuard(max_tokens=100_000, store=store)
     a, _ = agent(guard, tool_call("lookup", {"q": "x"}), [reasoning("hmm"), text("done")])
     result = await a.generate("hi", resource_id="u1")
-    assert store.total("u1") == (result.usage.total_tokens, 0.0)
+    assert store.total("cost-guard:u1") == (result.usage.total_tokens, 0.0)
     assert result.states["cost-guard"]["run_tokens"] == result.usage.total_tokens
 
 
@@ -72,7 +72,7 @@ async def test_budget_across_requests_per_resource() -> None:
     second = await a.generate("hello again", resource_id="u1")
     assert second.tripwire is not None and second.tripwire.metadata["scopeKey"] == "u1"
     assert (await a.generate("hi", resource_id="u2")).tripwire is None
-    clock.now += 3601  # the window moved past u1's spend
+    clock.now += 3600 + 3600 / 64 + 1  # the window (and the bucket) moved past u1's spend
     assert (await a.generate("hello again", resource_id="u1")).tripwire is None
     assert model.calls == 3
 
@@ -86,7 +86,7 @@ async def test_sqlite_store_survives_a_restart(tmp_path: Path) -> None:
     a, model = agent(CostGuard(max_tokens=60, store=store), text("b"))
     result = await a.generate("second", thread_id="t", resource_id="u")
     assert result.tripwire is not None and model.calls == 0
-    assert store.total("u")[0] > 0 and store.total("nobody") == (0, 0.0)
+    assert store.total("cost-guard:u")[0] > 0 and store.total("cost-guard:nobody") == (0, 0.0)
     store.close()
 
 
@@ -94,11 +94,11 @@ async def test_thread_scope_and_custom_scope() -> None:
     store = InMemoryUsageStore()
     a, _ = agent(CostGuard(max_tokens=10_000, scope="thread", store=store), text("x"))
     await a.generate("hi", thread_id="t-1", resource_id="u")
-    assert store.total("t-1")[0] > 0 and store.total("u") == (0, 0.0)
+    assert store.total("cost-guard:t-1")[0] > 0 and store.total("cost-guard:u") == (0, 0.0)
     guard = CostGuard(max_tokens=10_000, scope=lambda rc: rc.get("org"), store=store)
     a, _ = agent(guard, text("x"))
     await a.generate("hi", request_context={"org": "acme"})
-    assert store.total("acme")[0] > 0
+    assert store.total("cost-guard:acme")[0] > 0
 
 
 @pytest.mark.parametrize("pricing", [
@@ -111,7 +111,7 @@ async def test_cost_budget(pricing: Any) -> None:
     guard = CostGuard(max_cost=0.05, pricing=pricing, store=store, include_breakdown=True)
     a, model = agent(guard, text("answer"), text("never"))
     first = await a.generate("hi", resource_id="u")
-    tokens, cost = store.total("u")
+    tokens, cost = store.total("cost-guard:u")
     assert first.tripwire is None and tokens == first.usage.total_tokens
     expected = (first.usage.input_tokens * 1_000 + first.usage.output_tokens * 2_000) / 1e6
     assert cost == pytest.approx(expected) and cost > 0.02
@@ -173,7 +173,7 @@ async def test_cached_steps_cost_nothing() -> None:
     second = await a.generate("same question", resource_id="u")
     assert second.text == "cached answer" and second.steps[0].from_cache and model.calls == 1
     assert second.usage.total_tokens == 0
-    assert store.total("u")[0] == first.usage.total_tokens
+    assert store.total("cost-guard:u")[0] == first.usage.total_tokens
 
 
 def test_options_are_checked() -> None:
