@@ -12,16 +12,17 @@ the server doing the work that must not race:
 
 * ``RedisCache.set`` is one ``SET key value PX ttl``: value and expiry land together, and Redis
   expires the entry on every process at once (no clock of ours involved).
-* ``RedisUsageStore`` keeps each scope's calls in a sorted set scored by time. ``add`` is one
-  Lua script — drop records older than ``retention``, add the record, renew the key's expiry —
-  so concurrent writers from any number of processes never lose a record and the set never
-  outgrows the window; ``total`` sums the window server-side (one round trip, one consistent
-  view). Each record's member is unique (a random id), so two calls with equal figures at the
-  same instant are two records.
-* What stays two steps is ``CostGuard``'s: it reads the total before a model call and records
-  the call after it (the tokens are known only then), as with every store. Requests of one
-  scope that start at the same moment can each pass the check; the overshoot is at most one
-  call per request in flight, and the next check sees all of them.
+* ``RedisCache.acquire_lease`` is one ``SET lease:key token NX PX ttl``: of all the processes
+  that miss on a new prompt at once, one gets the lease and calls the model; the others wait for
+  its answer (``ResponseCache``'s single flight). ``release_lease`` deletes it only while it is
+  still the caller's (a Lua compare-and-delete); a lease whose holder died expires on its own.
+* ``RedisUsageStore`` keeps each guard's ledger per scope as running totals per time bucket plus
+  the reservations of calls in flight. ``reserve`` is one Lua script — drop expired
+  reservations and buckets past the window, add up the rest, and reserve the call's estimate
+  only when the total stays within the limits — so a burst from any number of processes cannot
+  pass the check together; ``settle`` replaces a reservation with the real usage, also in one
+  script. A check reads O(buckets + calls in flight) fields, never every call ever made.
+  Reservations expire by the server's clock (``TIME``).
 
 Both use redis-py's asyncio client (the ``redis`` extra: ``pip install 'streamkit[redis]'``),
 made on first use in the event loop that first uses the backend: make one per process (per
@@ -56,6 +57,15 @@ def _redis() -> tuple[Any, type[Exception]]:
     return aioredis.Redis, RedisError
 
 __all__ = ["RedisCache", "RedisUsageStore"]
+
+#: Where a cache key's lease lives, after the prefix (``ResponseCache``'s single flight).
+_LEASE = "lease:"
+
+# KEYS[1] = a lease; ARGV[1] = the holder's token: delete it only while it is still theirs.
+_UNLEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
 
 # The ledger of one guard and scope is three hashes: KEYS[1] bucket start -> tokens, KEYS[2]
 # bucket start -> cost, KEYS[3] reservation id -> "tokens|cost|expires (server ms)".
@@ -190,6 +200,11 @@ class _RedisBackend:
 class RedisCache(_RedisBackend):
     """A ``ResponseCache`` backend in Redis: shared by every process, entries expire server-side.
 
+    Besides ``get``/``set``/``delete`` it has ``acquire_lease``/``release_lease``, which give
+    ``ResponseCache`` one model call per new prompt across every process (single flight): the
+    first caller ``SET``s ``<prefix>lease:<key>`` ``NX PX`` and calls the model, the others wait
+    for its answer (see ``ResponseCache``).
+
     Args:
         url_or_client: ``"redis://host:6379/0"`` or a ``redis.asyncio.Redis``.
         prefix: put before every key (keeps deployments, and test runs, apart).
@@ -201,6 +216,7 @@ class RedisCache(_RedisBackend):
 
     def __init__(self, url_or_client: Any, *, prefix: str = "streamkit:cache:") -> None:
         super().__init__(url_or_client, prefix, "RedisCache")
+        self._unlease: Any = None
 
     async def get(self, key: str) -> Any | None:
         """The value under ``key``, or ``None`` when absent or expired."""
@@ -228,10 +244,26 @@ class RedisCache(_RedisBackend):
         return None if left < 0 else left / 1000
 
     async def keys(self) -> list[str]:
-        """The keys held under this prefix (without it)."""
+        """The keys held under this prefix (without it; leases left out)."""
         found = [k.decode()[len(self.prefix):] async for k in
                  self.redis.scan_iter(match=self.prefix + "*", count=500)]
-        return sorted(found)
+        return sorted(k for k in found if not k.startswith(_LEASE))
+
+    async def acquire_lease(self, key: str, ttl: float) -> str | None:
+        """Claim the right to compute ``key``'s value for ``ttl`` seconds, in one ``SET NX PX``:
+        a token when this caller got it, ``None`` when another holds it. Redis expires the
+        claim, so one whose holder died frees itself."""
+        token = secrets.token_hex(8)
+        got = await self.redis.set(self.prefix + _LEASE + key, token, nx=True,
+                                   px=max(1, round(ttl * 1000)))
+        return token if got else None
+
+    async def release_lease(self, key: str, token: str) -> None:
+        """Give a claim back — only when it is still this ``token``'s (it may have expired and
+        been taken by another caller since)."""
+        if self._unlease is None:
+            self._unlease = self.redis.register_script(_UNLEASE)
+        await self._unlease(keys=[self.prefix + _LEASE + key], args=[token])
 
     async def clear(self) -> None:
         """Remove every entry under this prefix."""
