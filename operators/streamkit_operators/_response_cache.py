@@ -45,6 +45,15 @@ Decisions:
   step in this request is deleted, so the rejected answer is not served again.
 * Backend failures (unreadable entry, locked database) are logged and treated as a miss; the
   run never fails because of the cache.
+* Single flight (``_single_flight``): concurrent misses on one key make one model call. In a
+  process the others wait on the first; across processes the first takes the backend's lease
+  (``RedisCache``: ``SET NX PX``; a backend without ``acquire_lease``/``release_lease`` —
+  ``InMemoryCache``, ``SQLiteCache``, a custom one — is single-flight within the process only)
+  and the others poll the cache for its answer. A holder that fails, is cancelled or dies
+  (its lease expires) hands the call to the next waiter; nobody waits past ``wait``, after
+  which it calls the model itself; a backend that fails or hangs fails open. The flight is
+  keyed by the cache key, so it shares answers exactly where the cache does (scope, upstream).
+  ``bust`` skips it (a refresh wants its own call).
 """
 
 from __future__ import annotations
@@ -174,6 +183,12 @@ class ResponseCache(Processor):
             (``None``: not cached).
         bust: skip the lookup but still store the fresh answer (refresh).
         namespace: first part of every key (Mastra's ``agentId``), so agents do not share.
+        lease: single flight (see the module docstring): seconds the first caller of a new key
+            holds it — on a backend with leases, also how long a dead holder's lease blocks
+            the others (default 30; set it above a typical model call). ``None``: no single
+            flight, every concurrent miss calls the model.
+        wait: seconds a caller waits for another's answer before calling the model itself
+            (default: twice ``lease``, so a waiter outlasts a dead holder's lease).
         id: processor id (default ``"response-cache"``).
 
     Per call, ``request_context=ResponseCache.context(key=..., scope=..., bust=True)`` overrides
