@@ -138,6 +138,27 @@ async def test_a_burst_in_one_process_is_held_to_the_budget(store: Any) -> None:
     assert await _held(store, "burst:c") == 0
 
 
+async def test_an_estimate_below_the_real_usage_overruns_by_at_most_the_difference(
+        store: Any) -> None:
+    """Reserving the prompt alone (``output_tokens=0``, no ``max_tokens`` setting): the calls
+    in flight can each overrun by their output — the documented slack — and no more."""
+    inputs, outputs = await _sizes()
+    budget = 10 * (inputs + outputs)
+    calls = 0
+
+    async def answer(request: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        await asyncio.sleep(0.05)
+        return text(ANSWER)
+    agent = Agent(id="b", model=FunctionModel(answer),
+                  input_processors=[_guard(store, budget, 0)])
+    await asyncio.gather(*[agent.generate(QUESTION, resource_id="c") for _ in range(40)])
+    spent = calls * (inputs + outputs)
+    assert 10 <= calls <= budget // inputs
+    assert spent <= budget + calls * outputs
+
+
 async def test_a_cancelled_request_gives_its_reservation_back(store: Any) -> None:
     started = asyncio.Event()
 
