@@ -20,6 +20,10 @@ A budget shared by requests in flight is a reservation, not a read-then-record:
 3. A reservation nobody settles or releases (its process died, a later processor ended the run
    inside a long-lived task) expires after ``reservation_ttl``.
 
+Mastra checks in ``processInputStep``; ``CostGuard`` checks in ``process_llm_request``, so the
+estimate is of the request the model gets (after every processor edited it, with the step's
+final model) and a reservation spans the model call and nothing else.
+
 So the budget is exceeded by at most the amount real usage exceeds the estimates of the calls
 in flight — nothing when ``output_tokens`` is an upper bound (a ``max_tokens`` setting) — never
 by the number of requests in flight.

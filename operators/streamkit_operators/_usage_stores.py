@@ -158,7 +158,9 @@ class SQLiteUsageStore:
 
     Tables: ``cost_guard_buckets (ledger, bucket, tokens, cost)`` and ``cost_guard_holds
     (ledger, hold, tokens, cost, expires_at)``; reservations expire by the wall clock
-    (``time.time``), which the processes of one machine share.
+    (``time.time``), which the processes of one machine share. The per-call table of earlier
+    versions (``cost_guard_usage``, keyed by scope without a guard name) is not read: a guard
+    upgraded in place starts its window afresh.
 
     Args:
         path: the database file (created when missing), or ``":memory:"``.

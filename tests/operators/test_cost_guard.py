@@ -47,6 +47,8 @@ async def test_recorded_tokens_equal_the_reported_usage() -> None:
     result = await a.generate("hi", resource_id="u1")
     assert store.total("cost-guard:u1") == (result.usage.total_tokens, 0.0)
     assert result.states["cost-guard"]["run_tokens"] == result.usage.total_tokens
+    assert await guard.spent("u1") == (result.usage.total_tokens, 0.0)
+    assert store.held("cost-guard:u1") == 0  # every reservation was settled
 
 
 async def test_per_run_budget_stops_before_the_next_call() -> None:
@@ -189,4 +191,29 @@ def test_options_are_checked() -> None:
         CostGuard(max_tokens=1, strategy="deny")
     with pytest.raises(InvalidArgument, match="warn_at_percent"):
         CostGuard(max_tokens=1, warn_at_percent=150)
+    with pytest.raises(InvalidArgument, match="name"):
+        CostGuard(max_tokens=1, name="a:b")
+    with pytest.raises(InvalidArgument, match="name"):
+        CostGuard(max_tokens=1, id="tenant:budget")  # the default name is the id
+    with pytest.raises(InvalidArgument, match="reservation_ttl"):
+        CostGuard(max_tokens=1, reservation_ttl=0)
+    with pytest.raises(InvalidArgument, match="output_tokens"):
+        CostGuard(max_tokens=1, output_tokens=-1)
+    with pytest.raises(InvalidArgument, match="lease"):
+        ResponseCache(lease=0)
+    with pytest.raises(InvalidArgument, match="wait"):
+        ResponseCache(wait=-1.0)
     assert Price(0.15, 0.60).cost(1_000_000, 1_000_000) == pytest.approx(0.75)
+
+
+async def test_guards_with_different_names_keep_different_ledgers() -> None:
+    store = InMemoryUsageStore()
+    support = CostGuard(max_tokens=10_000, store=store, name="support")
+    sales = CostGuard(max_tokens=10_000, store=store, id="sales-budget")
+    for guard in (support, sales):
+        a, _ = agent(guard, text("x"))
+        await a.generate("hi", resource_id="u")
+    assert support.ledger("u") == "support:u" and support.name == "support"
+    assert sales.ledger("u") == "sales-budget:u" and sales.name == "Cost Guard"
+    assert store.total("support:u")[0] > 0 and store.total("sales-budget:u")[0] > 0
+    assert store.total("cost-guard:u") == (0, 0.0)
