@@ -26,9 +26,11 @@ the server doing the work that must not race:
 
 Both use redis-py's asyncio client (the ``redis`` extra: ``pip install 'streamkit[redis]'``),
 made on first use in the event loop that first uses the backend: make one per process (per
-loop). A Redis error in ``ResponseCache`` is a miss (logged, as for every cache backend); in
-``CostGuard`` it is a ``StreamkitError`` naming the server and the operation — a budget that
-cannot be read is not silently skipped.
+loop). A client made from a URL has a 5 s socket timeout and no retries (a Lua script retried
+after a timeout could apply twice); a client you pass keeps its own settings. A Redis error in
+``ResponseCache`` is a miss (logged, as for every cache backend); in ``CostGuard`` it is a
+``StreamkitError`` naming the server and the operation — a budget that cannot be read is not
+silently skipped.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import functools
 import json
 import math
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 from streamkit.errors import InvalidArgument, InvalidType, StreamkitError
@@ -45,16 +48,19 @@ from ._usage_stores import bucket_of
 
 
 @functools.cache
-def _redis() -> tuple[Any, type[Exception]]:
-    """redis-py's asyncio client class and its error base, imported when the first backend is
-    made (the optional ``redis`` extra, and a fifth of a second to import)."""
+def _redis() -> tuple[Any, type[Exception], Callable[[], Any]]:
+    """redis-py's asyncio client class, its error base and a no-retry policy factory, imported
+    when the first backend is made (the optional ``redis`` extra, and a fifth of a second to
+    import)."""
     try:
         import redis.asyncio as aioredis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
         from redis.exceptions import RedisError
     except ImportError as exc:
         raise StreamkitError(f"the Redis backends need redis-py: pip install "
                              f"'streamkit[redis]' ({exc})") from exc
-    return aioredis.Redis, RedisError
+    return aioredis.Redis, RedisError, lambda: Retry(NoBackoff(), 0)
 
 __all__ = ["RedisCache", "RedisUsageStore"]
 
@@ -152,7 +158,7 @@ return {string.format('%.17g', sum(KEYS[1])), string.format('%.17g', sum(KEYS[2]
 
 
 def _client(url_or_client: Any, what: str) -> Any:
-    redis_class, _ = _redis()
+    redis_class = _redis()[0]
     if isinstance(url_or_client, str):
         if not url_or_client.startswith(("redis://", "rediss://", "unix://")):
             raise InvalidArgument(f"{what} takes a redis://, rediss:// or unix:// URL or a "
@@ -183,8 +189,11 @@ class _RedisBackend:
     @property
     def redis(self) -> Any:
         if self._client is None:
+            # No retries: a script retried after a timeout may run twice (a usage record
+            # counted twice), and a hung server must cost one timeout, not four with backoff.
             self._client = _redis()[0].from_url(self.url or "", socket_timeout=5.0,
-                                                socket_connect_timeout=5.0)
+                                                socket_connect_timeout=5.0,
+                                                retry=_redis()[2]())
         return self._client
 
     def _where(self) -> str:
