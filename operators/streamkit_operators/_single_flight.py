@@ -55,14 +55,23 @@ class Flight:
     on_task_done: Callable[[Any], None] | None = field(default=None, repr=False)
 
 
+#: What ``_bounded`` gives for a backend call that raised or did not answer in time.
+_FAILED: Any = object()
+
+
 async def _bounded(awaitable: Awaitable[Any], seconds: float) -> Any:
-    """``awaitable``'s result, or ``None`` when it raised or took longer than ``seconds``."""
+    """``awaitable``'s result, or ``_FAILED`` when it raised or took longer than ``seconds``."""
     try:
         return await asyncio.wait_for(awaitable, max(seconds, 0.05))
     except Exception as exc:  # noqa: BLE001 - fail open: the caller computes
         log.warning("response-cache: single flight: backend call failed (%s: %s); calling "
                     "the model", type(exc).__name__, exc)
-        return None
+        return _FAILED
+
+
+def _value(got: Any) -> Any:
+    """A read's value; a failed read is a miss."""
+    return None if got is _FAILED else got
 
 
 class SingleFlight:
@@ -107,7 +116,7 @@ class SingleFlight:
                 await asyncio.wait_for(asyncio.shield(other.done), left)
             except TimeoutError:
                 return None, None
-            value = await _bounded(read(), deadline - loop.time())
+            value = _value(await _bounded(read(), deadline - loop.time()))
             if value is not None:
                 return value, None
         flight = self._hold(loop, flights, key)
@@ -118,10 +127,12 @@ class SingleFlight:
             left = deadline - loop.time()
             token = await _bounded(self.backend.acquire_lease(key, self.lease), left) \
                 if left > 0 else None
+            if token is _FAILED:
+                return None, flight  # the backend is down or hung: fail open, compute
             if token:
                 flight.token = str(token)
                 # the previous holder may have stored the value just before letting go
-                value = await _bounded(read(), deadline - loop.time())
+                value = _value(await _bounded(read(), deadline - loop.time()))
                 if value is not None:
                     self.end(flight)
                     return value, None
@@ -130,7 +141,7 @@ class SingleFlight:
                 return None, flight  # waited long enough: compute without the lease
             await asyncio.sleep(min(poll, max(deadline - loop.time(), 0)))
             poll = min(poll * 2, _MAX_POLL)
-            value = await _bounded(read(), deadline - loop.time())
+            value = _value(await _bounded(read(), deadline - loop.time()))
             if value is not None:
                 self.end(flight)
                 return value, None

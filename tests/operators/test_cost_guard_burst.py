@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 import redis
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 
 from streamkit import Agent
 from streamkit.errors import StreamkitError
@@ -239,7 +241,7 @@ async def test_a_killed_holders_reservation_expires(redis_url: str, redis_prefix
 
 async def test_a_hung_server_fails_the_budget_closed(hung_port: int) -> None:
     client: Any = aioredis.Redis(host="127.0.0.1", port=hung_port, socket_timeout=0.3,
-                                 socket_connect_timeout=0.3)
+                                 socket_connect_timeout=0.3, retry=Retry(NoBackoff(), 0))
     model = FunctionModel(lambda r: text("never"))
     agent = Agent(id="b", model=model,
                   input_processors=[CostGuard(max_tokens=10**6, store=RedisUsageStore(client))])

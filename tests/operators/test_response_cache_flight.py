@@ -12,12 +12,15 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import socket
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import redis
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 
 from streamkit import Agent
 from streamkit.errors import APICallError
@@ -200,10 +203,23 @@ async def test_a_killed_lease_holder_leaves_the_others_to_finish(
 
 async def test_a_hung_server_fails_open(hung_port: int) -> None:
     client: Any = aioredis.Redis(host="127.0.0.1", port=hung_port, socket_timeout=0.3,
-                                 socket_connect_timeout=0.3)
+                                 socket_connect_timeout=0.3, retry=Retry(NoBackoff(), 0))
     model = Counting()
     agent = _agent(RedisCache(client), FunctionModel(model), lease=5.0, wait=2.0)
     results = await asyncio.wait_for(asyncio.gather(*[agent.generate(PROMPT)
                                                       for _ in range(3)]), 20)
     assert {r.text for r in results} == {ANSWER} and model.calls >= 1
     await client.aclose()
+
+
+async def test_a_server_that_is_gone_fails_open_at_once() -> None:
+    """The lease cannot be taken: the caller calls the model at once, not after ``wait``."""
+    with socket.socket() as probe:  # bound then closed: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    cache = RedisCache(f"redis://127.0.0.1:{port}/0")
+    model = Counting()
+    agent = _agent(cache, FunctionModel(model))  # the defaults: lease 30 s, wait 60 s
+    result = await asyncio.wait_for(agent.generate(PROMPT, resource_id="u"), 20)
+    assert result.text == ANSWER and model.calls == 1
+    await cache.aclose()
