@@ -55,6 +55,10 @@ FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
         "a backend it may never make",
     ("operators/streamkit_operators/_redis.py", "redis.exceptions"):
         "optional and heavy: as redis.asyncio",
+    ("operators/streamkit_operators/_redis.py", "redis.asyncio.retry"):
+        "optional and heavy: as redis.asyncio (the no-retry policy of clients made from a URL)",
+    ("operators/streamkit_operators/_redis.py", "redis.backoff"):
+        "optional and heavy: as redis.asyncio.retry",
     ("streamkit/replay/_execute.py", "ray"):
         "optional and heavy: the ray extra takes seconds to import; only a replay with ray= "
         "needs it",

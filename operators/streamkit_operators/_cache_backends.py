@@ -3,7 +3,10 @@
 What belongs here: where cache entries live on one machine — values as JSON text, TTLs, eviction.
 What does not: what is cached and under which key (``_response_cache``), and the backend
 shared between machines (``RedisCache`` in ``_redis``). Any object with ``get(key)``,
-``set(key, value, ttl)`` and ``delete(key)`` — sync or async — works as a backend.
+``set(key, value, ttl)`` and ``delete(key)`` — sync or async — works as a backend; one that also
+has async ``acquire_lease(key, ttl) -> token | None`` and ``release_lease(key, token)`` gets
+``ResponseCache``'s single flight across processes (``RedisCache`` does). These two have none:
+their single flight is the per-key future ``ResponseCache`` keeps in the process.
 """
 
 from __future__ import annotations

@@ -45,6 +45,15 @@ Decisions:
   step in this request is deleted, so the rejected answer is not served again.
 * Backend failures (unreadable entry, locked database) are logged and treated as a miss; the
   run never fails because of the cache.
+* Single flight (``_single_flight``): concurrent misses on one key make one model call. In a
+  process the others wait on the first; across processes the first takes the backend's lease
+  (``RedisCache``: ``SET NX PX``; a backend without ``acquire_lease``/``release_lease`` —
+  ``InMemoryCache``, ``SQLiteCache``, a custom one — is single-flight within the process only)
+  and the others poll the cache for its answer. A holder that fails, is cancelled or dies
+  (its lease expires) hands the call to the next waiter; nobody waits past ``wait``, after
+  which it calls the model itself; a backend that fails or hangs fails open. The flight is
+  keyed by the cache key, so it shares answers exactly where the cache does (scope, upstream).
+  ``bust`` skips it (a refresh wants its own call).
 """
 
 from __future__ import annotations
@@ -67,6 +76,7 @@ from streamkit.wire import to_builtins
 
 from ._aio import call_maybe_async
 from ._cache_backends import InMemoryCache, SQLiteCache
+from ._single_flight import SingleFlight
 
 __all__ = ["ResponseCache", "InMemoryCache", "SQLiteCache", "CONTEXT_KEY", "upstream_identity"]
 
@@ -173,6 +183,12 @@ class ResponseCache(Processor):
             (``None``: not cached).
         bust: skip the lookup but still store the fresh answer (refresh).
         namespace: first part of every key (Mastra's ``agentId``), so agents do not share.
+        lease: single flight (see the module docstring): seconds the first caller of a new key
+            holds it — on a backend with leases, also how long a dead holder's lease blocks
+            the others (default 30; set it above a typical model call). ``None``: no single
+            flight, every concurrent miss calls the model.
+        wait: seconds a caller waits for another's answer before calling the model itself
+            (default: twice ``lease``, so a waiter outlasts a dead holder's lease).
         id: processor id (default ``"response-cache"``).
 
     Per call, ``request_context=ResponseCache.context(key=..., scope=..., bust=True)`` overrides
@@ -202,7 +218,8 @@ class ResponseCache(Processor):
 
     def __init__(self, cache: Any = None, *, key: str | Callable[[dict[str, Any]], str] | None
                  = None, ttl: float | None = 300, scope: Any = "resource", bust: bool = False,
-                 namespace: str = "streamkit-response-cache", id: str | None = None) -> None:
+                 namespace: str = "streamkit-response-cache", lease: float | None = 30.0,
+                 wait: float | None = None, id: str | None = None) -> None:
         super().__init__(id)
         cache = InMemoryCache() if cache is None else cache
         for method in ("get", "set", "delete"):
@@ -211,7 +228,14 @@ class ResponseCache(Processor):
                                   f"{type(cache).__name__} has no {method}()")
         if ttl is not None and ttl <= 0:
             raise InvalidArgument(f"ttl must be > 0 seconds or None, got {ttl}")
+        for name, value in (("lease", lease), ("wait", wait)):
+            if value is not None and (isinstance(value, bool) or not isinstance(
+                    value, (int, float)) or value <= 0):
+                raise InvalidArgument(f"{name} must be seconds > 0 or None, got {value!r}")
         self.cache = cache
+        #: One model call per new key at a time (``None`` when ``lease=None``).
+        self.single_flight = None if lease is None else SingleFlight(
+            cache, lease=float(lease), wait=float(2 * lease if wait is None else wait))
         self.key = _check_key(key)
         self.ttl = ttl
         self.scope = _check_scope(scope)
@@ -308,6 +332,7 @@ class ResponseCache(Processor):
                                   ) -> dict[str, Any] | None:
         state.pop("pending", None)
         state.pop("pending_prompt", None)
+        self._land(state)  # an attempt that never reported (a stream tripwire, then a retry)
         written: dict[int, str] = state.setdefault("written", {})
         if retry_count and step_number in written:
             # A processor rejected the answer this request stored for this step.
@@ -354,8 +379,13 @@ class ResponseCache(Processor):
             # unreadable: drop it so the fresh answer replaces it
             if entry is not None and entry is not _FAILED:
                 await self._safe(self.cache.delete, key)
-            state["misses"] = state.get("misses", 0) + 1
-            return None
+            if self.single_flight is not None:
+                chunks, state["flight"] = await self.single_flight.join(
+                    key, lambda: self._read(key))
+            if not chunks:
+                state["misses"] = state.get("misses", 0) + 1
+                return None
+            state["shared"] = state.get("shared", 0) + 1  # another caller's fresh answer
         state.pop("pending", None)
         state.pop("pending_prompt", None)
         state["hits"] = state.get("hits", 0) + 1
@@ -364,6 +394,27 @@ class ResponseCache(Processor):
     async def process_llm_response(self, chunks: list[Any], from_cache: bool,
                                    state: dict[str, Any], step_number: int,
                                    request: Any = None) -> None:
+        try:
+            await self._store(chunks, from_cache, state, step_number, request)
+        finally:
+            self._land(state)  # stored or not: whoever waits for this call reads now
+        return None
+
+    async def process_api_error(self, state: dict[str, Any]) -> None:
+        # The call failed: a caller waiting for its answer calls the model itself.
+        self._land(state)
+        return None
+
+    def _land(self, state: dict[str, Any]) -> None:
+        if self.single_flight is not None:
+            self.single_flight.end(state.pop("flight", None))
+
+    async def _read(self, key: str) -> list[Any] | None:
+        entry = await self._safe(self.cache.get, key)
+        return None if entry is _FAILED else self._chunks_of(entry)
+
+    async def _store(self, chunks: list[Any], from_cache: bool, state: dict[str, Any],
+                     step_number: int, request: Any) -> None:
         key = state.pop("pending", None)
         keyed_prompt = state.pop("pending_prompt", None)
         if from_cache or key is None:

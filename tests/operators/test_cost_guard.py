@@ -45,8 +45,10 @@ async def test_recorded_tokens_equal_the_reported_usage() -> None:
     guard = CostGuard(max_tokens=100_000, store=store)
     a, _ = agent(guard, tool_call("lookup", {"q": "x"}), [reasoning("hmm"), text("done")])
     result = await a.generate("hi", resource_id="u1")
-    assert store.total("u1") == (result.usage.total_tokens, 0.0)
+    assert store.total("cost-guard:u1") == (result.usage.total_tokens, 0.0)
     assert result.states["cost-guard"]["run_tokens"] == result.usage.total_tokens
+    assert await guard.spent("u1") == (result.usage.total_tokens, 0.0)
+    assert store.held("cost-guard:u1") == 0  # every reservation was settled
 
 
 async def test_per_run_budget_stops_before_the_next_call() -> None:
@@ -72,7 +74,7 @@ async def test_budget_across_requests_per_resource() -> None:
     second = await a.generate("hello again", resource_id="u1")
     assert second.tripwire is not None and second.tripwire.metadata["scopeKey"] == "u1"
     assert (await a.generate("hi", resource_id="u2")).tripwire is None
-    clock.now += 3601  # the window moved past u1's spend
+    clock.now += 3600 + 3600 / 64 + 1  # the window (and the bucket) moved past u1's spend
     assert (await a.generate("hello again", resource_id="u1")).tripwire is None
     assert model.calls == 3
 
@@ -86,7 +88,7 @@ async def test_sqlite_store_survives_a_restart(tmp_path: Path) -> None:
     a, model = agent(CostGuard(max_tokens=60, store=store), text("b"))
     result = await a.generate("second", thread_id="t", resource_id="u")
     assert result.tripwire is not None and model.calls == 0
-    assert store.total("u")[0] > 0 and store.total("nobody") == (0, 0.0)
+    assert store.total("cost-guard:u")[0] > 0 and store.total("cost-guard:nobody") == (0, 0.0)
     store.close()
 
 
@@ -94,11 +96,11 @@ async def test_thread_scope_and_custom_scope() -> None:
     store = InMemoryUsageStore()
     a, _ = agent(CostGuard(max_tokens=10_000, scope="thread", store=store), text("x"))
     await a.generate("hi", thread_id="t-1", resource_id="u")
-    assert store.total("t-1")[0] > 0 and store.total("u") == (0, 0.0)
+    assert store.total("cost-guard:t-1")[0] > 0 and store.total("cost-guard:u") == (0, 0.0)
     guard = CostGuard(max_tokens=10_000, scope=lambda rc: rc.get("org"), store=store)
     a, _ = agent(guard, text("x"))
     await a.generate("hi", request_context={"org": "acme"})
-    assert store.total("acme")[0] > 0
+    assert store.total("cost-guard:acme")[0] > 0
 
 
 @pytest.mark.parametrize("pricing", [
@@ -111,7 +113,7 @@ async def test_cost_budget(pricing: Any) -> None:
     guard = CostGuard(max_cost=0.05, pricing=pricing, store=store, include_breakdown=True)
     a, model = agent(guard, text("answer"), text("never"))
     first = await a.generate("hi", resource_id="u")
-    tokens, cost = store.total("u")
+    tokens, cost = store.total("cost-guard:u")
     assert first.tripwire is None and tokens == first.usage.total_tokens
     expected = (first.usage.input_tokens * 1_000 + first.usage.output_tokens * 2_000) / 1e6
     assert cost == pytest.approx(expected) and cost > 0.02
@@ -173,7 +175,7 @@ async def test_cached_steps_cost_nothing() -> None:
     second = await a.generate("same question", resource_id="u")
     assert second.text == "cached answer" and second.steps[0].from_cache and model.calls == 1
     assert second.usage.total_tokens == 0
-    assert store.total("u")[0] == first.usage.total_tokens
+    assert store.total("cost-guard:u")[0] == first.usage.total_tokens
 
 
 def test_options_are_checked() -> None:
@@ -189,4 +191,29 @@ def test_options_are_checked() -> None:
         CostGuard(max_tokens=1, strategy="deny")
     with pytest.raises(InvalidArgument, match="warn_at_percent"):
         CostGuard(max_tokens=1, warn_at_percent=150)
+    with pytest.raises(InvalidArgument, match="name"):
+        CostGuard(max_tokens=1, name="a:b")
+    with pytest.raises(InvalidArgument, match="name"):
+        CostGuard(max_tokens=1, id="tenant:budget")  # the default name is the id
+    with pytest.raises(InvalidArgument, match="reservation_ttl"):
+        CostGuard(max_tokens=1, reservation_ttl=0)
+    with pytest.raises(InvalidArgument, match="output_tokens"):
+        CostGuard(max_tokens=1, output_tokens=-1)
+    with pytest.raises(InvalidArgument, match="lease"):
+        ResponseCache(lease=0)
+    with pytest.raises(InvalidArgument, match="wait"):
+        ResponseCache(wait=-1.0)
     assert Price(0.15, 0.60).cost(1_000_000, 1_000_000) == pytest.approx(0.75)
+
+
+async def test_guards_with_different_names_keep_different_ledgers() -> None:
+    store = InMemoryUsageStore()
+    support = CostGuard(max_tokens=10_000, store=store, name="support")
+    sales = CostGuard(max_tokens=10_000, store=store, id="sales-budget")
+    for guard in (support, sales):
+        a, _ = agent(guard, text("x"))
+        await a.generate("hi", resource_id="u")
+    assert support.ledger("u") == "support:u" and support.name == "support"
+    assert sales.ledger("u") == "sales-budget:u" and sales.name == "Cost Guard"
+    assert store.total("support:u")[0] > 0 and store.total("sales-budget:u")[0] > 0
+    assert store.total("cost-guard:u") == (0, 0.0)

@@ -148,7 +148,7 @@ class TestRedisUsageStore:
             self, redis_url: str, redis_prefix: str) -> None:
         run_in_processes(spend, (redis_url, redis_prefix))
         store = RedisUsageStore(redis_url, prefix=redis_prefix)
-        spent, _ = await store.total("customer-1")
+        spent, _ = await store.total("cost-guard:customer-1")
         assert spent > 40
         model = ScriptedModel([text("never called")])
         agent = Agent(id="c", model=model,
@@ -185,21 +185,33 @@ class TestRedisUsageStore:
         got = await total if asyncio.iscoroutine(total) else total
         assert got == (110, pytest.approx(1.1))
 
-    async def test_records_past_retention_are_dropped_and_the_key_expires(
+    async def test_buckets_past_the_window_are_dropped_and_the_ledger_expires(
             self, redis_url: str, redis_prefix: str) -> None:
-        store = RedisUsageStore(redis_url, prefix=redis_prefix, retention=3600)
-        await store.add("s", 5, 0.0, 1000.0)
-        await store.add("s", 7, 0.0, 1000.0 + 7200)  # two hours later: the first is past
-        assert await store.total("s") == (7, 0.0)
+        store = RedisUsageStore(redis_url, prefix=redis_prefix)
+        await store.settle("g:s", None, 5, 0.5, at=1000.0, bucket=60, keep=3660)
+        await store.settle("g:s", None, 7, 0.25, at=1000.0 + 7200, bucket=60, keep=3660)
+        # a check an hour-window later: the first bucket is out, and dropped by the check
+        ok, tokens, cost = await store.reserve("g:s", "h1", 3, 0.0, at=8200.0,
+                                               since=8200.0 - 3600, bucket=60, ttl=30,
+                                               max_tokens=10, max_cost=None)
+        assert (ok, tokens, cost) == (True, 7, 0.25)
         raw: Any = redis.Redis.from_url(redis_url)
-        assert raw.zcard(redis_prefix + "s") == 1
-        assert 0 < raw.pttl(redis_prefix + "s") <= 3_600_000
+        base = f"{redis_prefix}{{g:s}}:"
+        assert raw.hlen(base + "t") == 1 and raw.hlen(base + "h") == 1
+        assert 0 < raw.pttl(base + "t") <= 3_660_000 and 0 < raw.pttl(base + "h") <= 3_660_000
+        # 7 spent + 3 held + 1 more is over 10: refused, and nothing is held for it
+        assert (await store.reserve("g:s", "h2", 1, 0.0, at=8200.0, since=4600.0, bucket=60,
+                                    ttl=30, max_tokens=10, max_cost=None))[0] is False
+        assert await store.held("g:s") == 1
+        await store.settle("g:s", "h1", 2, 0.0, at=8201.0, bucket=60)  # real usage: 2, not 3
+        assert await store.held("g:s") == 0
+        assert await store.total("g:s", 4600.0, bucket=60) == (9, 0.25)
         raw.close()
         await store.aclose()
 
     async def test_a_server_that_is_gone_fails_the_budget_check_loudly(self) -> None:
         store = RedisUsageStore(f"redis://127.0.0.1:{_free_port()}/0")
-        with pytest.raises(StreamkitError, match="could not read usage for scope 'u1'"):
+        with pytest.raises(StreamkitError, match="could not read usage for 'u1'"):
             await store.total("u1")
         with pytest.raises(StreamkitError, match="could not record usage"):
             await store.add("u1", 1, 0.0, 1.0)
