@@ -123,3 +123,40 @@ def test_the_grouped_entry_splitter_keeps_other_sections_alone() -> None:
     assert split_grouped_parameters(doc) == (
         "Args:\n    a: both,\n        two lines.\n    b: both,\n        two lines.\n"
         "    c (int): one.\n\nReturns:\n    x, y: not parameters.\n")
+
+
+GUIDES = ["getting-started", "memory", "protocols", "serving", "tracing", "replay", "redis", "cli",
+          "mastra-fidelity", "reference/serve", "reference/tracing", "reference/replay"]
+
+
+@pytest.mark.parametrize("page", GUIDES)
+def test_each_area_has_a_page(site: Path, page: str) -> None:
+    html = site / page / "index.html"
+    assert html.is_file(), f"no {page} page"
+    # A ```python no-run fence renders as code (docs/hooks/fences.py): no stray fence text.
+    assert "```" not in html.read_text()
+
+
+def test_headings_after_a_no_run_block_are_headings(site: Path) -> None:
+    html = (site / "serving" / "index.html").read_text()
+    for anchor in ("trust-boundary", "tenancy-rules", "limits-and-their-defaults",
+                   "memory-stores"):
+        assert f'id="{anchor}"' in html, anchor
+
+
+def test_the_index_starts_with_getting_started_not_the_readme() -> None:
+    index = (DOCS / "index.md").read_text()
+    assert "(getting-started.md)" in index and "README" not in index
+
+
+@pytest.mark.parametrize("command", ["demo", "serve", "replay"])
+def test_the_cli_page_lists_every_option(command: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "streamkit", command, "--help"],
+                          capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    flags = set(re.findall(r"(?<![\w-])--[a-z][a-z-]+", done.stdout)) - {"--help"}
+    page = (DOCS / "cli.md").read_text()
+    section = page[page.index(f"## {command}"):]
+    section = section[:section.index("\n## ")] if "\n## " in section else section
+    missing = sorted(f for f in flags if f"`{f}" not in section)
+    assert flags and not missing, f"docs/cli.md, {command}: no row for {missing}"

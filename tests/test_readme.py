@@ -127,21 +127,25 @@ def repl_loop() -> Iterator[asyncio.AbstractEventLoop]:
     loop.close()
 
 
-def test_the_readme_pasted_into_an_asyncio_repl_runs(repl_loop: asyncio.AbstractEventLoop,
-                                                     tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("page", [pytest.param(p, id=p.name) for p in PASTED])
+def test_each_page_pasted_into_an_asyncio_repl_runs(page: Path,
+                                                    repl_loop: asyncio.AbstractEventLoop,
+                                                    tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The README in one session, each docs page in its own, as a reader pastes them."""
     monkeypatch.chdir(tmp_path)
     for name in PROVIDER_ENV:
         monkeypatch.delenv(name, raising=False)
     console = PasteConsole({"__name__": "__console__"}, run_on_loop(repl_loop, timeout=60))
-    pasted = paste(README.read_text(), "README.md", console)
-    assert not console.problems, "pasting the README into python -m asyncio:\n" + \
+    pasted = paste(page.read_text(), page.name, console)
+    assert not console.problems, f"pasting {page.name} into python -m asyncio:\n" + \
         "\n".join(console.problems)
-    assert pasted >= 5
-    out = capsys.readouterr().out
-    assert "You are a gold customer. {'words': 5}" in out
-    assert "'Hello there. '\n'How can I help?'" in out and "HI THERE" in out
+    if page == README:
+        assert pasted >= 5
+        out = capsys.readouterr().out
+        assert "You are a gold customer. {'words': 5}" in out
+        assert "'Hello there. '\n'How can I help?'" in out and "HI THERE" in out
 
 
 @pytest.mark.parametrize("python", [pytest.param(sys.executable, id="running"),
