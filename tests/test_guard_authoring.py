@@ -114,9 +114,10 @@ def test_a_hook_in_camel_case_gets_its_snake_case_name(name: str, meant: str,
     alone = type("Guard", (streamkit.Processor,), {"id": "g", name: as_mode(fn, mode)})
     with_hook = type("Guard2", (streamkit.Processor,), {
         "id": "g2", name: as_mode(fn, mode), "process_input": as_mode(lambda: None, mode)})
-    for cls in (alone, with_hook):
+    duck = P("duck", **{name: as_mode(fn, mode)})   # not a subclass: the attribute alone
+    for processor in (alone(), with_hook(), duck):
         with pytest.raises(ProcessorDefinitionError, match=f"did you mean '{meant}'"):
-            register(cls())
+            register(processor)
 
 
 def test_snake_case_names_and_other_camel_case_methods_are_left_alone() -> None:
