@@ -36,6 +36,7 @@ from .graph import Graph
 from .memory import Memory, SQLiteStore
 from .messages import Message, MessageList, get_text
 from .processors import (
+                     Abort,
                      APIErrorResult,
                      ErrorProcessor,
                      InputProcessor,
@@ -58,7 +59,7 @@ __all__ = [
     # processors
     "Processor", "Pipeline", "InputProcessor", "OutputProcessor", "ErrorProcessor",
     "StepOverrides", "MessagesUpdate", "LLMRequestUpdate", "APIErrorResult", "TripWire",
-    "Violation", "TraceRecord", "Writer",
+    "Violation", "TraceRecord", "Writer", "Abort",
     # agent
     "Agent", "AgentResult", "AgentStream", "StepResult", "TripwireInfo", "Usage", "Override",
     "Graph",

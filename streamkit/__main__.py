@@ -65,9 +65,23 @@ def main(argv: list[str] | None = None) -> int:
             model = resolve_model(args.model, **options)
         result = asyncio.run(run_demo(model, question=args.question))
     except StreamkitError as exc:
-        print(f"\nerror: {exc}", file=sys.stderr)
+        print(f"\nerror: {cli_message(exc)}", file=sys.stderr)
         return 1
     return 0 if result.error is None else 1
+
+
+#: Keyword arguments the library's errors tell a caller to pass, and the flag that passes each
+#: on this command line.
+_FLAGS = {"api_key=": "--api-key KEY", "base_url=": "--base-url URL"}
+
+
+def cli_message(exc: BaseException) -> str:
+    """The error's message with the Python arguments it names (``pass api_key=``) replaced by
+    the command-line flags that pass them (``pass --api-key KEY``)."""
+    message = str(exc)
+    for argument, flag in _FLAGS.items():
+        message = message.replace(f"pass {argument}", f"pass {flag}")
+    return message
 
 
 #: ``serve`` options overriding one ``streamkit.serve.Limits`` field each (docs/serving.md).

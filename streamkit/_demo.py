@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .agent import Agent
-from .chunks import ErrorChunk, TextDelta, ToolCall, ToolResult, TripwireChunk
+from .chunks import TextDelta, ToolCall, ToolResult, TripwireChunk
 from .errors import ToolError
 from .messages import ToolInvocationPart
 from .models import ModelRequest
@@ -211,7 +211,8 @@ def _table(rows: list[list[str]], headers: list[str]) -> str:
 async def run_demo(model: Any = None, *, question: str = QUESTION,
                    out: TextIO = sys.stdout) -> Any:
     """Stream the demo agent's answer to ``out``, then print the processor table.
-    Returns the ``AgentResult``."""
+    Returns the ``AgentResult``; raises the error that ended the run, if one did (printed by
+    the caller, once)."""
     agent = build_agent(model)
     out.write(f"user> {question}\n")
     out.write("agent> ")
@@ -228,8 +229,8 @@ async def run_demo(model: Any = None, *, question: str = QUESTION,
             out.write(f"[{chunk.payload.tool_name} → {chunk.payload.result}]\n       ")
         elif isinstance(chunk, TripwireChunk):
             out.write(f"\n[blocked by {chunk.payload.processor_id}: {chunk.payload.reason}]")
-        elif isinstance(chunk, ErrorChunk):
-            out.write(f"\n[error: {chunk.payload.error}]")
+        # An ``error`` chunk is not printed here: ``stream.result()`` raises that error just
+        # below, and whoever called the demo reports it once (the CLI: ``error: ...``).
     out.write("\n\n")
     result = await stream.result()
     rows = []

@@ -1,5 +1,5 @@
-"""The abort signal: ``TripWire``, ``abort()`` and the ``Violation`` record given to
-``on_violation``.
+"""The abort signal: ``TripWire``, ``abort()`` (its type: ``Abort``) and the ``Violation`` record
+given to ``on_violation``.
 
 ``TripWire`` is control flow, not an error: it sits outside the ``StreamkitError`` tree so that
 ``except StreamkitError`` never swallows an abort (the same choice as pydantic-ai's ``ModelRetry``).
@@ -8,9 +8,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
-__all__ = ["TripWire", "Violation"]
+__all__ = ["Abort", "TripWire", "Violation"]
 
 
 def default_reason(processor_id: str | None) -> str:
@@ -85,7 +85,24 @@ class Violation:
     hook: str | None = None
 
 
-def make_abort(processor_id: str) -> Any:
+class Abort(Protocol):
+    """The type of the ``abort`` argument a hook receives, for annotations (as ``Writer`` is the
+    type of ``writer``): ``abort(reason=None, *, retry=False, metadata=None)`` raises
+    ``TripWire`` and never returns.
+
+    Example:
+        >>> from streamkit import Abort, Chunk
+        >>> def process_output_stream(part: Chunk, abort: Abort) -> Chunk:
+        ...     if part.type == "text-delta" and "secret" in part.payload.text:
+        ...         abort("leaked a secret", retry=True)
+        ...     return part
+    """
+
+    def __call__(self, reason: str | None = None, *, retry: bool = False,
+                 metadata: Any = None) -> NoReturn: ...
+
+
+def make_abort(processor_id: str) -> Abort:
     """Build the ``abort(reason=None, *, retry=False, metadata=None)`` function given to hooks."""
 
     def abort(reason: str | None = None, *, retry: bool = False, metadata: Any = None) -> NoReturn:

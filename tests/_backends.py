@@ -24,6 +24,17 @@ SESSION = f"streamkit_t{os.getpid()}_{secrets.token_hex(3)}"
 _counter = iter(range(1, 1_000_000))
 
 
+def error_text(exc: BaseException, limit: int = 300) -> str:
+    """An error's message on one line for a skip reason: whitespace runs (psycopg's messages
+    span lines) become one space, and a message over ``limit`` characters is cut at a word
+    boundary, never mid-word, with `` …`` saying that more was left out."""
+    text = " ".join(str(exc).split())
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)
+    return text[:cut if cut > 0 else limit] + " …"
+
+
 def _drop_schemas(dsn: str, like: str) -> None:
     with psycopg.connect(dsn, autocommit=True, connect_timeout=5) as conn:
         rows = conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE %s",
@@ -41,7 +52,7 @@ def pg_dsn() -> Iterator[str]:
             conn.execute("SELECT 1")
     except psycopg.Error as exc:
         pytest.skip(f"PostgreSQL not reachable at {PG_DSN} ({type(exc).__name__}: "
-                    f"{str(exc).strip()[:120]}); set STREAMKIT_PG_DSN")
+                    f"{error_text(exc)}); set STREAMKIT_PG_DSN")
     yield PG_DSN
     _drop_schemas(PG_DSN, SESSION + "%")
 
@@ -62,8 +73,8 @@ def redis_url() -> Iterator[str]:
     try:
         client.ping()
     except redis.RedisError as exc:
-        pytest.skip(f"Redis not reachable at {REDIS_URL} ({type(exc).__name__}: {exc}); "
-                    f"set STREAMKIT_REDIS_URL")
+        pytest.skip(f"Redis not reachable at {REDIS_URL} ({type(exc).__name__}: "
+                    f"{error_text(exc)}); set STREAMKIT_REDIS_URL")
     yield REDIS_URL
     for key in client.scan_iter(match=f"{SESSION}*", count=500):
         client.delete(key)

@@ -7,6 +7,7 @@ the public modules; a docstring Griffe cannot read, a broken link or a missing p
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -85,3 +86,77 @@ async def test_the_examples_on_each_page_run(page: Path, tmp_path: Path,
     for block in blocks:
         block.compiled()
     await run_in_order(blocks, monkeypatch, caplog, tmp_path)
+
+
+def _parameter_rows(html: str) -> list[tuple[str, bool]]:
+    """``(name, rendered as required)`` for every row of the parameter tables of a page."""
+    rows = re.findall(r'<tr class="doc-section-item">(.*?)</tr>', html, re.S)
+    out = []
+    for row in rows:
+        name = re.search(r"<code>(.*?)</code>", row, re.S)
+        if name:
+            out.append((name.group(1), "<em>required</em>" in row))
+    return out
+
+
+def test_grouped_parameters_render_one_row_each_with_their_defaults(site: Path) -> None:
+    """A docstring entry for several parameters (``thread_id, resource_id:``) renders as one
+    row per parameter with its type and default (``docs/hooks/griffe_params.py``), never as
+    one **required** row named ``a / b``."""
+    for page in sorted((site / "reference").glob("*/index.html")):
+        for name, _ in _parameter_rows(page.read_text()):
+            assert not re.search(r"\w\s*(/|,)\s*\w", name), f"{page.parent.name}: row {name!r}"
+    rows = _parameter_rows((site / "reference" / "agent" / "index.html").read_text())
+    for name in ("input_processors", "output_processors", "error_processors", "thread_id",
+                 "resource_id", "tool_choice", "prepare_step"):
+        assert (name, False) in rows and (name, True) not in rows, name
+
+
+def test_the_grouped_entry_splitter_keeps_other_sections_alone() -> None:
+    sys.path.insert(0, str(DOCS / "hooks"))
+    try:
+        from griffe_params import split_grouped_parameters
+    finally:
+        sys.path.remove(str(DOCS / "hooks"))
+    doc = ("Args:\n    a / b: both,\n        two lines.\n    c (int): one.\n\n"
+           "Returns:\n    x, y: not parameters.\n")
+    assert split_grouped_parameters(doc) == (
+        "Args:\n    a: both,\n        two lines.\n    b: both,\n        two lines.\n"
+        "    c (int): one.\n\nReturns:\n    x, y: not parameters.\n")
+
+
+GUIDES = ["getting-started", "memory", "protocols", "serving", "tracing", "replay", "redis", "cli",
+          "mastra-fidelity", "reference/serve", "reference/tracing", "reference/replay"]
+
+
+@pytest.mark.parametrize("page", GUIDES)
+def test_each_area_has_a_page(site: Path, page: str) -> None:
+    html = site / page / "index.html"
+    assert html.is_file(), f"no {page} page"
+    # A ```python no-run fence renders as code (docs/hooks/fences.py): no stray fence text.
+    assert "```" not in html.read_text()
+
+
+def test_headings_after_a_no_run_block_are_headings(site: Path) -> None:
+    html = (site / "serving" / "index.html").read_text()
+    for anchor in ("trust-boundary", "tenancy-rules", "limits-and-their-defaults",
+                   "memory-stores"):
+        assert f'id="{anchor}"' in html, anchor
+
+
+def test_the_index_starts_with_getting_started_not_the_readme() -> None:
+    index = (DOCS / "index.md").read_text()
+    assert "(getting-started.md)" in index and "README" not in index
+
+
+@pytest.mark.parametrize("command", ["demo", "serve", "replay"])
+def test_the_cli_page_lists_every_option(command: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "streamkit", command, "--help"],
+                          capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    flags = set(re.findall(r"(?<![\w-])--[a-z][a-z-]+", done.stdout)) - {"--help"}
+    page = (DOCS / "cli.md").read_text()
+    section = page[page.index(f"## {command}"):]
+    section = section[:section.index("\n## ")] if "\n## " in section else section
+    missing = sorted(f for f in flags if f"`{f}" not in section)
+    assert flags and not missing, f"docs/cli.md, {command}: no row for {missing}"

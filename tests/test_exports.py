@@ -17,7 +17,7 @@ INTENDED: dict[str, set[str]] = {
         # processors
         "Processor", "Pipeline", "InputProcessor", "OutputProcessor", "ErrorProcessor",
         "StepOverrides", "MessagesUpdate", "LLMRequestUpdate", "APIErrorResult", "TripWire",
-        "Violation", "TraceRecord", "Writer",
+        "Violation", "TraceRecord", "Writer", "Abort",
         # agent
         "Agent", "AgentResult", "AgentStream", "StepResult", "TripwireInfo", "Usage", "Override",
         "Graph",
@@ -115,7 +115,7 @@ INTENDED: dict[str, set[str]] = {
         "MessageError", "APICallError", "ToolError", "MaxStepsExceeded", "ScriptExhausted",
         "GraphError", "MemoryStoreError", "UsageError", "InvalidArgument", "InvalidType",
     },
-    "streamkit.tripwire": {"TripWire", "Violation"},
+    "streamkit.tripwire": {"Abort", "TripWire", "Violation"},
     "streamkit.tracing": {"instrument", "uninstrument"},
     "streamkit_operators": {
         # prompt hygiene, budgets, caching, structuring, provider quirks
@@ -137,7 +137,7 @@ INTENDED: dict[str, set[str]] = {
     "streamkit.processors": {
         "Processor", "Pipeline", "InputProcessor", "OutputProcessor", "ErrorProcessor",
         "TripWire", "Violation", "StepOverrides", "MessagesUpdate", "LLMRequestUpdate",
-        "APIErrorResult", "TraceRecord", "Writer", "is_async_callable",
+        "APIErrorResult", "TraceRecord", "Writer", "Abort", "is_async_callable",
     },
 }
 

@@ -1,4 +1,4 @@
-"""OpenTelemetry tracing of runs (``streamkit.tracing``, ``tracing.md`` §4): the span tree and its
+"""OpenTelemetry tracing of runs (``streamkit.tracing``, ``docs/tracing.md``): the span tree and its
 attributes, checked with the SDK's in-memory exporter — a tool turn, tripwires, an API error an
 error processor retries, errors nobody recovers, content capture behind a redacting guard,
 nesting under the caller's span, concurrent runs — plus how tracing is switched on and off

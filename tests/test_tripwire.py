@@ -1,6 +1,6 @@
 """Tripwires and retries through the agent loop: the outcome of an abort from every hook
-(mastra-reference §3.3 with streamkit's decided behaviour, CONTRACT §5), retries with feedback,
-rollback and limits, and error processors."""
+(``docs/mastra-fidelity.md``, "Tripwire outcomes", with streamkit's decided behaviour), retries
+with feedback, rollback and limits, and error processors."""
 
 from __future__ import annotations
 

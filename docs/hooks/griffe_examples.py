@@ -1,6 +1,6 @@
 """Griffe extension: read streamkit's ``Example:`` sections as doctest examples.
 
-The library's docstrings (Google style, see STYLE.md) title their doctests ``Example:``; Griffe
+The library's docstrings (Google style) title their doctests ``Example:``; Griffe
 parses only ``Examples:`` as an examples section and renders ``Example:`` as an admonition of
 plain Markdown, where ``>>>`` lines become quotes and ``['a', 'b']`` looks like a link. This
 extension retitles the section before Griffe parses it, so the docstrings stay as they are.

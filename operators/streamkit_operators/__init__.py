@@ -1,6 +1,7 @@
 """streamkit_operators — ready-made processors for streamkit agents.
 
-Mastra's built-in processors (``mastra-reference.md`` §10) with their options and strategies,
+Mastra's built-in processors (``docs/mastra-fidelity.md``, "Built-in processors") with their
+options and strategies,
 Python-named, plus guards no peer library has. Everything here is built on streamkit's public
 API only (a test enforces it), so each processor doubles as an example of writing your own.
 

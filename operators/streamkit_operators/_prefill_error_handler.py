@@ -2,7 +2,8 @@
 assistant turn ("assistant message prefill").
 
 Mastra's ``PrefillErrorHandler`` (id ``prefill-error-handler``, ``process_api_error``;
-``mastra-reference.md`` §4.5). Put it in ``error_processors`` (or any lane: ``process_api_error``
+``docs/mastra-fidelity.md``,
+"PrefillErrorHandler"). Put it in ``error_processors`` (or any lane: ``process_api_error``
 runs in every lane).
 """
 

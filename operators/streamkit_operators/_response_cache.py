@@ -1,6 +1,7 @@
 """``ResponseCache``: answer a repeated model call from a cache instead of the provider.
 
-Mastra's ``ResponseCache`` (``mastra-reference.md`` §5.4): ``process_llm_request`` looks the
+Mastra's ``ResponseCache`` (``docs/mastra-fidelity.md``, "ResponseCache"): ``process_llm_request``
+looks the
 call up and, on a hit, returns ``{"response": chunks}`` so the agent replays them instead of
 calling the model; ``process_llm_response`` stores a live step's chunks. The backends live
 beside it: ``InMemoryCache`` (per process, LRU-bounded, the default) and ``SQLiteCache``

@@ -213,8 +213,8 @@ class Agent:
         max_steps: model calls that may follow tool calls (retries do not count). Default 5.
         memory: a ``streamkit.memory.Memory``; its loading and saving are loop nodes, so no
             per-call processor override can remove them.
-        default options: ``tool_choice``, ``active_tools``, ``model_settings``,
-            ``provider_options``, ``structured_output``, ``prepare_step`` — per-call values win.
+        tool_choice/active_tools/model_settings/provider_options/structured_output/prepare_step:
+            defaults for every call of ``generate``/``stream``; per-call values win.
         tool_timeout: seconds each tool call may take (a tool's own ``timeout`` wins); default
             300 s, ``None``: no limit. An ``async def`` tool that does not return in time is
             cancelled and the model gets a ``tool-error``. A plain ``def`` tool runs on the event

@@ -2,7 +2,9 @@
 
 Every chunk a run produces has an *origin*; ``ROUTES`` says, once, whether chunks of that origin
 pass the output processors' ``process_output_stream`` before the consumer sees them. This is
-Mastra's routing by writer origin (``mastra-reference.md`` §2.6 and §8.3):
+Mastra's routing by writer origin (``docs/mastra-fidelity.md``, "Which chunks reach
+process_output_stream" and
+"Routing by writer origin"):
 
 ==================  ==========================================================  ==============
 origin              chunks                                                      processors?

@@ -5,7 +5,7 @@ What belongs here: the two calls the agent makes (``recall`` before ``process_in
 ownership checks, and the public thread API. What does not: SQL or connections (a
 ``MessageStore``, ``SQLiteStore`` by default).
 
-The persistence rules (``mastra-reference.md`` §7.4, §8.2):
+The persistence rules (``docs/mastra-fidelity.md``, "What memory stores"):
 
 * Only what remains of this call's ``input`` and ``response`` messages **after every processor**
   is stored — never ``memory`` (already stored), ``context`` or system messages. Response

@@ -236,8 +236,16 @@ class ScriptedModel:
         if index >= len(self.steps):
             raise ScriptExhausted(
                 f"ScriptedModel {self.model_id!r} has {len(self.steps)} scripted step(s) and was "
-                f"called a {index + 1}th time; add a step for every model call the run makes")
+                f"called a {ordinal(index + 1)} time; add a step for every model call the run "
+                f"makes")
         return _emit_step(self.steps[index], request)
+
+
+def ordinal(n: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``4th``, ``11th``, ``12th``, ``13th``, ``21st``, ``101st``…"""
+    if n % 100 in (11, 12, 13):
+        return f"{n}th"
+    return f"{n}{ {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th') }"
 
 
 class FunctionModel:

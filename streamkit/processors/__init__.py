@@ -9,7 +9,7 @@ What belongs here: everything about *calling* processor hooks — validation at 
 Public here is what a processor author needs; the engine lives in the private modules.
 """
 
-from ..tripwire import TripWire, Violation
+from ..tripwire import Abort, TripWire, Violation
 from ._base import ErrorProcessor, InputProcessor, OutputProcessor, Pipeline, Processor
 from ._runner import APIErrorResult, LLMRequestUpdate, MessagesUpdate, StepOverrides
 from ._runtime import TraceRecord, Writer
@@ -18,5 +18,5 @@ from ._spec import is_async_callable
 __all__ = [
     "Processor", "Pipeline", "InputProcessor", "OutputProcessor", "ErrorProcessor",
     "TripWire", "Violation", "StepOverrides", "MessagesUpdate", "LLMRequestUpdate",
-    "APIErrorResult", "TraceRecord", "Writer", "is_async_callable",
+    "APIErrorResult", "TraceRecord", "Writer", "Abort", "is_async_callable",
 ]

@@ -28,7 +28,15 @@ class Processor:
     ``process_input_step``, ``process_llm_request``, ``process_llm_response``,
     ``process_api_error``, ``process_output_stream``, ``process_output_step``,
     ``process_tool_result``, ``process_output_result``), each ``def`` or ``async def``. A hook
-    receives, by keyword, only the parameters it names.
+    receives, by keyword, only the parameters it names. Hook names are snake_case; a method
+    named in camelCase (``processOutputStream``) is a ``ProcessorDefinitionError`` naming the
+    hook meant.
+
+    ``state`` is one dict per processor per request, shared by all its hooks; it lives for the
+    whole request, not per attempt: a retried step starts with what the rejected attempt left
+    there. A hook that keeps something per attempt (a text buffer) asks for ``retry_count``
+    (``0`` on a first attempt, ``n`` on the n-th retry, ``0`` again after an accepted step) and
+    resets when it changes. ``streamkit.Abort`` is the type of ``abort``, for annotations.
 
     Attributes:
         id: identity; keys the per-request ``state`` and names the processor in tripwires.

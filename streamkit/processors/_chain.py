@@ -238,11 +238,11 @@ def bad_return(spec: ProcessorSpec, hook: str, value: Any, *, is_item: bool = Fa
             not is_item and spec.multi_emit and isinstance(value, list)):
         return None
     shown = f"{type(value).__name__} {value!r:.60}"
-    where = "an item of the list it returned" if is_item else "it returned"
+    where = "an item of the list it returned is" if is_item else "it returned"
     lists = "" if spec.multi_emit else \
         " (a list needs multi_emit = True on the processor)"
     # ``returned``: the type alone, for where the value's repr (content) must not go.
-    return ProcessorError(f"processor {spec.id!r}, {hook}: {where} is {shown}; expected a "
+    return ProcessorError(f"processor {spec.id!r}, {hook}: {where} {shown}; expected a "
                           f"chunk, None to drop it, or a list of chunks{lists}",
                           processor_id=spec.id, hook=hook, returned=type(value).__name__)
 

@@ -2,7 +2,8 @@
 
 These run once per request or per step (never per chunk), so clarity wins over speed here.
 
-Decisions where Mastra has two behaviours (``mastra-reference.md`` §13):
+Decisions where Mastra has two behaviours (``docs/mastra-fidelity.md``, "Two execution paths, one
+decision"):
 
 * Each processor of a lane re-reads the list (Mastra's raw-runner path): ``process_input`` gets
   ``get.input.db()``, ``process_output_result`` gets ``get.response.db()``, every other message

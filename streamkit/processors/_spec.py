@@ -148,13 +148,34 @@ _ALIASES = {
 }
 
 
+def _snake(name: str) -> str:
+    """``processOutputStream`` → ``process_output_stream`` (Mastra's names, written in Python)."""
+    return "".join(f"_{ch.lower()}" if ch.isupper() else ch for ch in name).lstrip("_")
+
+
+#: Methods the runtime looks up by name besides the hooks: a camelCase spelling of one is a typo.
+_OTHER_METHODS = frozenset((FLUSH_METHOD, "on_violation"))
+
+
+def _misnamed_hook(name: str) -> bool:
+    """Whether a method called ``name`` reads as a hook spelled wrong: ``process_*`` that is not
+    a hook, or a camelCase name (``processOutputStream``, ``flushOutputStream``) whose snake_case
+    is a hook or begins like one. Checked once per processor class, at registration."""
+    if name.startswith("process_"):
+        return name not in HOOK_PARAMS and name not in _NOT_HOOKS
+    if name.startswith("_") or name.islower():
+        return False
+    snake = _snake(name)
+    return snake in _OTHER_METHODS or (snake.startswith("process_") and snake not in _NOT_HOOKS)
+
+
 def _closest(name: str, choices: Iterable[str]) -> str:
     pool: list[str] = sorted(choices)
     alias = _ALIASES.get(name.lower().replace("-", "_")) or \
         _ALIASES.get(name.lower().replace("_", "").replace("-", ""))
     if alias is not None and alias in pool:
         return alias
-    snake = "".join(f"_{ch.lower()}" if ch.isupper() else ch for ch in name).lstrip("_")
+    snake = _snake(name)
     if snake in pool:
         return snake
     match = difflib.get_close_matches(snake, pool, n=1, cutoff=0.5)
@@ -231,11 +252,15 @@ def register(processor: Any) -> ProcessorSpec:
     names = set(dir(type(processor)))
     names.update(getattr(processor, "__dict__", {}).keys())
     for name in sorted(names):
-        if name.startswith("process_") and name not in HOOK_PARAMS and name not in _NOT_HOOKS:
-            if callable(_lookup(processor, name)):
-                raise ProcessorDefinitionError(
-                    f"processor {pid!r} defines {name}, which is not a hook; did you mean "
-                    f"{_closest(name, HOOK_PARAMS)!r}? Hooks: {', '.join(HOOKS)}")
+        if _misnamed_hook(name) and callable(_lookup(processor, name)):
+            meant = _snake(name)
+            hint = meant if meant in _OTHER_METHODS else _closest(name, HOOK_PARAMS)
+            what = "which streamkit never calls" if hint in _OTHER_METHODS else \
+                "which is not a hook"
+            case = " (names are snake_case)" if name != meant else ""
+            raise ProcessorDefinitionError(
+                f"processor {pid!r} defines {name}, {what}{case}; did you mean {hint!r}? "
+                f"Hooks: {', '.join(HOOKS)}")
     hooks: dict[str, HookSpec] = {}
     declared_params = getattr(processor, "stream_params", None)
     for hook in HOOKS:

@@ -1,5 +1,6 @@
 """Mastra's agent API as ``@mastra/client-js`` calls it: the routes under ``/api`` and the JSON
-they answer (``serving.md`` §1, checked against the real server's transcripts).
+they answer (``docs/protocols.md``, "Mastra's agent API"; checked against the real server's
+transcripts).
 
 What belongs here: ``MastraAPI`` (the routes: agents, ``generate``, ``stream``, the memory routes
 a chat client needs), the JSON shapes (agent, thread, message, ``generate`` output), the

@@ -9,7 +9,8 @@ Every problem is an ``InvalidArgument`` (or ``InvalidType``) whose ``field`` att
 body field, so the route answers Mastra's ``400 {"error": "Invalid request body", "issues":
 [{"field", "message"}]}`` before any stream starts.
 
-Mastra body → ``Agent.stream`` options (``serving.md`` §1): ``messages`` (a string, a message or a
+Mastra body → ``Agent.stream`` options (``docs/protocols.md``, "Mastra's agent API"): ``messages``
+(a string, a message or a
 list; required), ``memory: {thread, resource}`` (``thread`` may be ``{id}``; a thread needs a
 resource, which the server may decide instead — checked in ``_tenancy``; top-level
 ``threadId``/``resourceId`` are read too), ``requestContext`` (an

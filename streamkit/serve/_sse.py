@@ -12,8 +12,8 @@ Why a producer task and a bounded buffer:
   pulled no faster than the client reads) instead of making the server buffer the whole answer.
 * **Heartbeats.** While no frame arrives for ``heartbeat`` seconds (a tool that runs long) the
   response sends an SSE comment, ``: heartbeat``, which keeps proxies from closing an idle
-  connection. Both clients skip comments (``serving.md``: client-js keeps only pieces that
-  start with ``data: ``; the AI SDK parses SSE).
+  connection. Both clients skip comments (``docs/protocols.md``, "Mastra's agent API": client-js
+  keeps only pieces that start with ``data: ``; the AI SDK parses SSE).
 * **Disconnects.** A task listens for ``http.disconnect``; when the client goes away the
   producer is cancelled, which closes the agent's stream and with it the model's request. A run
   ended that way never reaches its ``finish`` node, so nothing of the turn is stored.
@@ -40,7 +40,7 @@ __all__ = ["EventStream", "SSEResponse", "HEARTBEAT", "DONE", "SSE_HEADERS", "CL
 HEARTBEAT = b": heartbeat\n\n"
 #: The last event of both protocols.
 DONE = b"data: [DONE]\n\n"
-#: Mastra's stream headers (``serving.md`` §1).
+#: Mastra's stream headers (``docs/protocols.md``, "Mastra's agent API").
 SSE_HEADERS = {
     "content-type": "text/event-stream",
     "cache-control": "no-cache",

@@ -1,12 +1,13 @@
 """The AI SDK v5 UI message stream: Mastra chunks turned into UI chunks, as ``@mastra/ai-sdk``'s
-``chatRoute`` does (``serving.md`` §2), for ``useChat``/``DefaultChatTransport`` clients.
+``chatRoute`` does (``docs/protocols.md``, "The AI SDK chat route"), for
+``useChat``/``DefaultChatTransport`` clients.
 
 What belongs here: ``UIMessageStream`` (one per response: it holds the run's ``start`` until the
 first step opens, and appends a ``finish`` after a tripwire) and the headers the response carries.
 What does not: HTTP framing (``_sse``), request bodies (``_requests``).
 
 The field renames (``text`` → ``delta``, ``args`` → ``input``, ``result`` → ``output``,
-``step-start`` → ``start-step``) are the table of ``serving.md``. Decisions where streamkit
+``step-start`` → ``start-step``) are the table of ``docs/protocols.md``. Decisions where streamkit
 differs from ``chatRoute``, each because a processor, not the transport, decides what a client
 sees:
 

@@ -1,4 +1,5 @@
-"""OpenTelemetry tracing of agent runs, with the GenAI semantic conventions (``tracing.md``).
+"""OpenTelemetry tracing of agent runs, with the GenAI semantic conventions
+(``docs/tracing.md``).
 
 Every ``Agent.stream()``/``generate()`` run becomes a tree of spans — ``invoke_agent {agent}`` →
 ``step {n}`` → ``chat {model}`` per model call, ``execute_tool {tool}`` per tool call, and one span

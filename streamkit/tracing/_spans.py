@@ -1,4 +1,5 @@
-"""The span tree of a traced run (``tracing.md`` §4), built from the calls ``RunTracer`` defines.
+"""The span tree of a traced run (``docs/tracing.md``, "The span tree"), built from the calls
+``RunTracer`` defines.
 
 ::
 

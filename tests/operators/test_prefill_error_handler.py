@@ -1,4 +1,5 @@
-"""PrefillErrorHandler: the provider error shapes of mastra-reference §4.5, one retry, no memory."""
+"""PrefillErrorHandler: the provider error shapes of
+``docs/mastra-fidelity.md``, "PrefillErrorHandler"; one retry, no memory."""
 
 from __future__ import annotations
 

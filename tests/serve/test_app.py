@@ -184,7 +184,8 @@ def test_serve_refuses_with_a_message(tmp_path: Path, args: list[str], words: st
 
 R = {"run_id": "r", "from_": "AGENT"}
 OUTPUT = StepOutputPayload(usage=UsagePayload(input_tokens=1, output_tokens=1, total_tokens=2))
-REQUIRED = {  # serving.md §2: the fields the ai package's schema requires
+#: docs/protocols.md, "The AI SDK chat route":
+REQUIRED = {  # the fields the ai package's schema requires
     "start": set(), "finish": set(), "start-step": set(), "finish-step": set(),
     "text-start": {"id"}, "text-delta": {"id", "delta"}, "text-end": {"id"},
     "tool-input-start": {"toolCallId", "toolName"},

@@ -86,3 +86,23 @@ def test_the_chat_page_streams_a_tool_turn(chromium: Path, page_url: str,
         finally:
             browser.close()
     assert (tmp_path / "chat.png").stat().st_size > 0
+
+
+def test_the_chat_page_makes_no_request_that_fails(chromium: Path, page_url: str) -> None:
+    """No 404 for a favicon (the page carries an inline icon) nor for anything else it loads."""
+    failed: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(chromium), args=FLAGS, headless=True)
+        try:
+            page = browser.new_page()
+            page.on("response", lambda r: failed.append(f"{r.status} {r.url}")
+                    if r.status >= 400 else None)
+            page.on("requestfailed", lambda r: failed.append(f"failed {r.url}"))
+            page.goto(page_url + "/")
+            expect(page.locator("#agent option")).to_have_text(["Support"], timeout=WAIT_MS)
+            page.wait_for_load_state("networkidle", timeout=WAIT_MS)
+            icon = page.evaluate("document.querySelector('link[rel=icon]')?.href ?? ''")
+        finally:
+            browser.close()
+    assert not failed, f"the chat page made failing requests: {failed}"
+    assert icon.startswith("data:image/svg+xml,")
