@@ -16,6 +16,7 @@ import asyncio
 import json
 import tempfile
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +25,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamkit import Agent, wire
-from streamkit.chunks import Source
+from streamkit.chunks import ResponseMetadata, Source
 from streamkit.memory import Memory, SQLiteStore
 from streamkit.models import ModelRequest
 from streamkit.testing import ScriptedModel, reasoning, text, tool_call
 from streamkit.tools import tool
+
+from .conftest import P, as_mode
 
 FIXTURES = Path(__file__).parent / "fixtures"
 #: Keys whose values are the application's (tool arguments and results, data chunk bodies).
@@ -225,3 +228,79 @@ def test_a_nested_list_element_missing_a_key_is_found() -> None:
     assert missing_keys(mastra, ours) == [".steps[0].content[0].providerOptions"]
     assert missing_keys({"l": [{"role": "tool"}]}, {"l": [{"role": "user"}]}) == [
         ".l[0] (no element of kind 'tool' in ours)"]
+
+
+# --- where the step ends' values come from --------------------------------------------------
+
+
+class ReportingModel(ScriptedModel):
+    """A model that reports its response metadata first, as OpenAI-compatible providers do."""
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+        chunks = super().stream(request)
+
+        async def reported() -> AsyncIterator[Any]:
+            yield ResponseMetadata(id=f"chatcmpl-{self.calls}", model_id="gpt-served",
+                                   timestamp=datetime(2026, 12, 4, 12, 0, tzinfo=UTC),
+                                   run_id=request.run_id, from_="AGENT")
+            async for chunk in chunks:
+                yield chunk
+        return reported()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_stream_processors_see_each_steps_metadata_and_records(mode: str) -> None:
+    seen: list[Any] = []
+
+    def look(part: Any) -> Any:
+        if part.type == "step-finish":  # the run's finish does not pass the processors
+            seen.append(part.payload)
+        return part
+
+    model = ReportingModel([tool_call("lookupCustomer", {"customerId": "C-42"}), text("Done.")],
+                           model_id="gpt-asked")
+    agent = Agent(id="a", instructions="x", model=model, tools=[lookupCustomer],
+                  output_processors=[P("look", process_output_stream=as_mode(look, mode))])
+    stream = agent.stream("Who is C-42?")
+    finish = _collect(stream)[-1].payload
+    result = asyncio.run(stream.result())
+    assert result.text == "Done."
+    first, second = seen
+    seen.append(finish)
+    assert [p.metadata["id"] for p in seen] == ["chatcmpl-1", "chatcmpl-2", "chatcmpl-2"]
+    assert first.metadata["timestamp"] == "2026-12-04T12:00:00.000Z"
+    assert first.metadata["modelId"] == "gpt-served"  # what the provider says it served
+    assert first.metadata["modelMetadata"]["modelId"] == "gpt-asked"  # what was asked for
+    assert [len(p.output.steps) for p in seen] == [1, 2, 2]
+    assert [c["type"] for c in first.output.steps[0]["content"]] == ["tool-call", "tool-result"]
+    assert first.output.steps[0]["content"][1]["output"] == {
+        "type": "json", "value": {"customerId": "C-42", "name": "Ada Lovelace", "tier": "gold",
+                                  "openTickets": 2}}
+    assert [m["role"] for m in finish.messages["all"]] == ["user", "assistant", "tool",
+                                                           "assistant"]
+    assert [m["role"] for m in finish.messages["user"]] == ["user"]
+    assert finish.response["uiMessages"][0]["parts"][-1]["text"] == "Done."
+    assert finish.output.usage.total_tokens == result.usage.total_tokens
+
+
+def test_a_withdrawn_attempt_is_not_a_step_record() -> None:
+    def once(part: Any, abort: Any, retry_count: int) -> Any:
+        if part.type == "text-delta" and retry_count == 0:
+            abort("again", retry=True)
+        return part
+
+    agent = Agent(id="a", instructions="x", model=ScriptedModel([text("first"), text("second")]),
+                  output_processors=[P("once", process_output_stream=once)],
+                  max_processor_retries=1)
+    ends = [json.loads(wire.encode(c)) for c in _collect(agent.stream("hi"))
+            if c.type in ("step-finish", "finish")]
+    assert [e["payload"]["stepResult"]["reason"] for e in ends] == ["retry", "stop", "stop"]
+    assert "metadata" in ends[0]["payload"] and ends[0]["payload"]["output"]["steps"] == []
+    assert [len(e["payload"]["output"]["steps"]) for e in ends[1:]] == [1, 1]
+    assert ends[1]["payload"]["processorRetryCount"] == 1
+
+
+def _collect(stream: Any) -> list[Any]:
+    async def run() -> list[Any]:
+        return [c async for c in stream]
+    return asyncio.run(run())
