@@ -25,7 +25,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamkit import Agent, wire
-from streamkit.chunks import ResponseMetadata, Source
+from streamkit.chunks import ResponseMetadata, Source, ToolResult
 from streamkit.memory import Memory, SQLiteStore
 from streamkit.models import ModelRequest
 from streamkit.testing import ScriptedModel, reasoning, text, tool_call
@@ -304,3 +304,22 @@ def _collect(stream: Any) -> list[Any]:
     async def run() -> list[Any]:
         return [c async for c in stream]
     return asyncio.run(run())
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_the_snapshot_holds_the_tool_result_the_stream_processors_let_out(mode: str) -> None:
+    """A stream processor that rewrites a ``tool-result`` rewrites it in the step ends too: the
+    snapshot is taken after the step's tool results passed the processors."""
+    def hide(part: Any) -> Any:
+        if part.type == "tool-result":
+            return ToolResult(tool_call_id=part.payload.tool_call_id,
+                              tool_name=part.payload.tool_name, args=part.payload.args,
+                              result="[hidden]", run_id=part.run_id, from_=part.from_)
+        return part
+
+    model = ScriptedModel([tool_call("lookupCustomer", {"customerId": "C-42"}), text("Done.")])
+    agent = Agent(id="a", instructions="x", model=model, tools=[lookupCustomer],
+                  output_processors=[P("hide", process_output_stream=as_mode(hide, mode))])
+    wire_json = [wire.encode(c).decode() for c in _collect(agent.stream("Who is C-42?"))]
+    assert not [w for w in wire_json if "Ada Lovelace" in w]
+    assert sum('"[hidden]"' in w for w in wire_json) >= 3  # the chunk and both step ends
