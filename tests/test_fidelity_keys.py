@@ -25,8 +25,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamkit import Agent, wire
+from streamkit.agent._step_end import model_messages
 from streamkit.chunks import ResponseMetadata, Source, ToolResult
 from streamkit.memory import Memory, SQLiteStore
+from streamkit.messages import (
+    Message,
+    MessageContent,
+    StepStartPart,
+    TextPart,
+    ToolInvocationPart,
+    to_core,
+)
 from streamkit.models import ModelRequest
 from streamkit.testing import ScriptedModel, reasoning, text, tool_call
 from streamkit.tools import tool
@@ -323,3 +332,32 @@ def test_the_snapshot_holds_the_tool_result_the_stream_processors_let_out(mode: 
     wire_json = [wire.encode(c).decode() for c in _collect(agent.stream("Who is C-42?"))]
     assert not [w for w in wire_json if "Ada Lovelace" in w]
     assert sum('"[hidden]"' in w for w in wire_json) >= 3  # the chunk and both step ends
+
+
+_parts = st.lists(st.one_of(
+    st.builds(TextPart, text=st.text(min_size=1, max_size=5)),
+    st.builds(lambda i, v: ToolInvocationPart.returned(f"c{i}", "t", v, {"i": i}),
+              st.integers(0, 9), st.integers() | st.text(max_size=3)),
+    st.builds(lambda i: ToolInvocationPart.failed(f"e{i}", "t", "boom", {}), st.integers(0, 9)),
+    st.just(StepStartPart())), max_size=6)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["user", "assistant", "system"]), _parts),
+                max_size=4))
+def test_model_messages_are_the_prompt_in_the_ai_sdk_form(spec: list[Any]) -> None:
+    """The snapshot's messages are the provider prompt (``to_core``) message for message, each
+    part stamped, a call's arguments as ``input`` and a result as a typed ``output``."""
+    messages = [Message(role=role, content=MessageContent(parts=parts or [TextPart(text="x")]))
+                for role, parts in spec]
+    for message in messages:
+        core = [m for m in to_core([message]) if m["role"] != "system"]
+        converted = model_messages(message)
+        assert [m["role"] for m in converted] == [m["role"] for m in core]
+        for ours, theirs in zip(converted, core, strict=True):
+            expected = 1 if isinstance(theirs["content"], str) else len(theirs["content"])
+            assert len(ours["content"]) == expected
+            for part in ours["content"]:
+                assert isinstance(part["providerOptions"]["mastra"]["createdAt"], int)
+                if part["type"] == "tool-result":
+                    assert part["output"]["type"] in ("json", "error-text")
+                    assert part["input"] is not None
