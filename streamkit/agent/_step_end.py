@@ -80,8 +80,8 @@ def response_metadata(model: Any, held: ResponseMetadata | None) -> dict[str, An
             "request": {}}
 
 
-def _stamped(part: dict[str, Any], created: int) -> dict[str, Any]:
-    part["providerOptions"] = {"mastra": {"createdAt": created}}
+def _stamped(part: dict[str, Any], stamp: dict[str, Any]) -> dict[str, Any]:
+    part["providerOptions"] = stamp  # one dict per message, shared by its parts (read-only JSON)
     return part
 
 
@@ -100,14 +100,14 @@ def model_messages(message: Message) -> list[dict[str, Any]]:
     """
     if message.role == "system":
         return []
-    created = int(message.created_at.timestamp() * 1000)
+    stamp = {"mastra": {"createdAt": int(message.created_at.timestamp() * 1000)}}
     out: list[dict[str, Any]] = []
     inputs: dict[str, Any] = {}
     for core in to_core((message,)):
         content = core["content"]
         if isinstance(content, str):
             out.append({"role": core["role"],
-                        "content": [_stamped({"type": "text", "text": content}, created)]})
+                        "content": [_stamped({"type": "text", "text": content}, stamp)]})
             continue
         parts: list[dict[str, Any]] = []
         for part in content:
@@ -116,7 +116,7 @@ def model_messages(message: Message) -> list[dict[str, Any]]:
                 inputs[part["toolCallId"]] = part.get("args")
                 parts.append(_stamped({"type": "tool-call", "toolCallId": part["toolCallId"],
                                        "toolName": part["toolName"], "input": part.get("args")},
-                                      created))
+                                      stamp))
             elif kind == "tool-result":
                 value = part.get("result")
                 is_error = part.get("isError") is True
@@ -124,9 +124,9 @@ def model_messages(message: Message) -> list[dict[str, Any]]:
                           if is_error else "json", "value": value}
                 parts.append(_stamped({"type": "tool-result", "toolCallId": part["toolCallId"],
                                        "toolName": part["toolName"], "output": output,
-                                       "input": inputs.get(part["toolCallId"])}, created))
+                                       "input": inputs.get(part["toolCallId"])}, stamp))
             else:
-                parts.append(_stamped(dict(part), created))
+                parts.append(_stamped(dict(part), stamp))
         out.append({"role": core["role"], "content": parts})
     return out
 
