@@ -37,7 +37,7 @@ from streamkit.messages import (
     to_core,
 )
 from streamkit.models import ModelRequest
-from streamkit.testing import ScriptedModel, reasoning, text, tool_call
+from streamkit.testing import ScriptedModel, api_error, reasoning, text, tool_call
 from streamkit.tools import tool
 
 from .conftest import P, as_mode
@@ -361,3 +361,26 @@ def test_model_messages_are_the_prompt_in_the_ai_sdk_form(spec: list[Any]) -> No
                 if part["type"] == "tool-result":
                     assert part["output"]["type"] in ("json", "error-text")
                     assert part["input"] is not None
+
+
+def test_a_retried_model_call_does_not_keep_the_failed_attempts_metadata() -> None:
+    class ReportsOnce(ScriptedModel):
+        def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+            chunks = super().stream(request)
+            if self.calls > 1:
+                return chunks
+
+            async def reported() -> AsyncIterator[Any]:
+                yield ResponseMetadata(id="failed-attempt", run_id=request.run_id,
+                                       from_="AGENT")
+                async for chunk in chunks:
+                    yield chunk
+            return reported()
+
+    model = ReportsOnce([[text("partial"), api_error(500, "boom")], text("ok")])
+    agent = Agent(id="a", instructions="x", model=model,
+                  error_processors=[P("again", process_api_error=lambda error: {"retry": True})])
+    ends = [c.payload for c in _collect(agent.stream("hi")) if c.type == "step-finish"]
+    assert [e.step_result.reason for e in ends] == ["retry", "stop"]
+    assert ends[0].metadata["id"] == "failed-attempt"  # the withdrawn attempt's own
+    assert ends[1].metadata["id"] != "failed-attempt"

@@ -326,6 +326,7 @@ async def process_api_error(run: Run) -> str:
         step.checkpoint = st.message_list.checkpoint()
         step.recorder = None
         step.finish = None
+        step.response_metadata = None
         step.api_error = None
         step.streamed = False
         return "process_llm_request"
