@@ -80,7 +80,8 @@ class TokenLimiter(Processor):
     (``"part"``). Past the limit, ``strategy="truncate"`` cuts the crossing delta to the tokens
     left, drops what follows and emits ``{"type": "data-token-limit-reached", "data":
     {"processorId", "limit", "tokens"}, "transient": true}`` once; ``strategy="abort"`` trips
-    the wire.
+    the wire with Mastra's reason, ``"Token limit of 3 exceeded (current: 4)"`` (metadata
+    ``{"processorId", "limit", "tokens"}``).
 
     Marble (``limit`` = 3 tokens, truncate)::
 
@@ -248,7 +249,7 @@ class TokenLimiter(Processor):
         if total <= self.limit:
             return part
         if self.strategy == "abort":
-            abort(f"Token limit of {self.limit} exceeded ({total} tokens)",
+            abort(f"Token limit of {self.limit} exceeded (current: {total})",
                   metadata={"processorId": self.id, "limit": self.limit, "tokens": total})
         out: list[Any] = []
         left = self.limit - spent

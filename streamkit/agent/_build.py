@@ -15,17 +15,12 @@ from msgspec import UNSET
 from .._partial_json import PartialJSON
 from ..chunks import (
     File,
-    FinishPayload,
     ObjectResult,
     ReasoningDelta,
     ReasoningEnd,
     Source,
-    StepFinishPayload,
-    StepOutputPayload,
-    StepResultPayload,
     TextDelta,
     ToolCall,
-    UsagePayload,
 )
 from ..errors import StreamkitError
 from ..messages import (
@@ -40,7 +35,7 @@ from ..messages import (
 from ..tools import json_schema
 from ._result import Usage
 
-__all__ = ["usage_of", "reason_of", "error_text", "StepRecorder", "schema_of", "step_end_payload",
+__all__ = ["usage_of", "reason_of", "error_text", "StepRecorder", "schema_of",
            "parse_object"]
 
 
@@ -179,20 +174,6 @@ class StepRecorder:
 
 def schema_of(structured: Any) -> dict[str, Any] | None:
     return None if structured is None else json_schema(structured)
-
-
-def step_end_payload(kind: str, reason: str, continued: bool, text: str,
-                      tool_calls: list[dict[str, Any]], usage: Usage, message_id: str) -> Any:
-    cls = StepFinishPayload if kind == "step-finish" else FinishPayload
-    return cls(message_id=message_id,
-               step_result=StepResultPayload(reason=reason, is_continued=continued),
-               output=StepOutputPayload(
-                   text=text,
-                   tool_calls=[{"toolCallId": c["tool_call_id"], "toolName": c["tool_name"],
-                                "args": c["args"]} for c in tool_calls],
-                   usage=UsagePayload(input_tokens=usage.input_tokens,
-                                      output_tokens=usage.output_tokens,
-                           total_tokens=usage.total_tokens)))
 
 
 def parse_object(structured_output: Any, text: str) -> Any:

@@ -65,7 +65,6 @@ from ._build import (
     parse_object,
     reason_of,
     schema_of,
-    step_end_payload,
     usage_of,
 )
 from ._result import StepResult, Usage
@@ -73,6 +72,7 @@ from ._routing import Origin
 from ._run import NodeFn, Run, Stream
 from ._shown import fingerprint, guard_changed
 from ._state import FEEDBACK_TEMPLATE, RunConfig, StepState
+from ._step_end import raw_usage_of, response_metadata
 
 __all__ = ["start", "process_input", "process_input_step", "prepare_step",
            "process_llm_request", "model", "process_output_stream", "collect",
@@ -259,14 +259,17 @@ async def process_output_stream(run: Run) -> Stream:
         keep_chunks="process_llm_response" in run.graph.busy,
         partial=PartialJSON() if step.structured_output is not None else None)
     st.delivered.append(rec)
-    run.emit(StepStart(message_id=run.run_id, request={}, warnings=[], run_id=run.run_id,
-                       from_=AGENT), Origin.STEP)
+    run.emit(StepStart(message_id=run.run_id, request={}, warnings=[],
+                       started_at=int(time.time() * 1000), run_id=run.run_id, from_=AGENT),
+             Origin.STEP)
     step.streamed = True
     source = step.replay if step.replay is not None else step.source
 
     def hold(chunk: Chunk) -> None:
         if chunk.__class__ is Finish:
             step.finish = chunk
+        elif chunk.__class__ is ResponseMetadata:  # the step-end payloads' ``metadata``
+            step.response_metadata = chunk
 
     return Stream(run.chain.drive(source, pending=run.outbox.live, held=_HELD, on_held=hold,
                                   on_close=run.close_source), then="collect")
@@ -333,6 +336,7 @@ async def process_api_error(run: Run) -> str:
         step.checkpoint = st.message_list.checkpoint()
         step.recorder = None
         step.finish = None
+        step.response_metadata = None
         step.api_error = None
         step.streamed = False
         return "process_llm_request"
@@ -349,9 +353,21 @@ def _withdraw(run: Run, *, reason: str, processor_id: str | None, usage: Usage) 
     run.emit(DataChunk(type="data-step-retry", transient=True, data={
         "stepNumber": st.step_number, "reason": reason, "processorId": processor_id,
         "retryCount": st.retry_count + 1}), Origin.RUN)
-    run.emit(StepFinish(payload=step_end_payload(
-        "step-finish", "retry", True, "", [], usage, run.run_id),
-        run_id=run.run_id, from_=AGENT), Origin.RUN)
+    run.emit(StepFinish(payload=_step_finish_payload(run, "retry", True, "", [], usage,
+                                                     is_accepted=False),
+                        run_id=run.run_id, from_=AGENT), Origin.RUN)
+
+
+def _step_finish_payload(run: Run, reason: str, continued: bool, text: str,
+                         tool_calls: list[dict[str, Any]], usage: Usage, *,
+                         is_accepted: bool = True) -> Any:
+    """This step's ``step-finish`` payload (its metadata and the run's snapshot: per step)."""
+    st, step = run.state, run.step
+    return st.step_end.step_finish(
+        reason=reason, continued=continued, text=text, tool_calls=tool_calls, usage=usage,
+        message_id=run.run_id, metadata=response_metadata(step.model, step.response_metadata),
+        raw_usage=raw_usage_of(step.finish), message_list=st.message_list,
+        retry_count=st.retry_count, is_accepted=is_accepted)
 
 
 async def process_llm_response(run: Run) -> str:
@@ -515,9 +531,9 @@ async def step_finish(run: Run) -> str:
         # received, after process_output_step accepted it (a guard may still retry the step).
         run.emit(ObjectResult(object=parse_object(step.structured_output, step.text),
                               run_id=run.run_id, from_=AGENT), Origin.RUN)
-    run.emit(StepFinish(payload=step_end_payload(
-        "step-finish", step.finish_reason, continued, step.text, step.tool_calls, step.usage,
-        run.run_id), run_id=run.run_id, from_=AGENT), Origin.STEP)
+    run.emit(StepFinish(payload=_step_finish_payload(
+        run, step.finish_reason, continued, step.text, step.tool_calls, step.usage),
+        run_id=run.run_id, from_=AGENT), Origin.STEP)
     st.steps.append(StepResult(
         step_number=st.step_number, text=step.text, reasoning=step.reasoning,
         tool_calls=step.tool_calls, tool_results=step.tool_results,
@@ -626,8 +642,10 @@ async def finish(run: Run) -> str:
             st.object = rec.objects[-1]
     if cfg.memory is not None and cfg.thread_id is not None:
         await cfg.memory.remember(cfg.thread_id, cfg.resource_id, st.message_list)
-    payload = step_end_payload("finish", st.finish_reason, False, st.text, [], st.usage,
-                               run.run_id)
+    payload = st.step_end.finish(reason=st.finish_reason, text=st.text, usage=st.usage,
+                                 message_id=run.run_id, model=cfg.model,
+                                 message_list=st.message_list, thread_id=cfg.thread_id,
+                                 resource_id=cfg.resource_id)
     run.emit(Finish(payload=payload, run_id=run.run_id, from_=AGENT), Origin.RUN)
     return END
 

@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..chunks import Finish
+from ..chunks import Finish, ResponseMetadata
 from ..messages import MessageList
 from ..models import Model, ModelRequest
 from ..processors._spec import ProcessorSpec
 from ..tools import Tool
 from ._build import StepRecorder
 from ._result import StepResult, TripwireInfo, Usage
+from ._step_end import StepEnd
 
 if TYPE_CHECKING:
     from .._message_list import MessageListCheckpoint, SystemSnapshot
@@ -110,6 +111,8 @@ class StepState:
     replay: list[Any] | None = None
     recorder: StepRecorder | None = None
     finish: Finish | None = None
+    #: The model's ``response-metadata`` chunk of this attempt, if it sent one (held back).
+    response_metadata: ResponseMetadata | None = None
     streamed: bool = False
     text: str = ""
     reasoning: str = ""
@@ -146,6 +149,8 @@ class RunState:
     has_result_text: bool = False
     object: Any = None
     delivered: list[StepRecorder] = field(default_factory=list)
+    #: Builds the step-end payloads; keeps the records of ``output.steps``.
+    step_end: StepEnd = field(default_factory=StepEnd)
 
     def delivered_text(self) -> str:
         """Text the consumer received (each attempt's ``StepRecorder``), minus withdrawn

@@ -524,7 +524,7 @@ class _MessagesTranslator:
     def _stop(self, block: _Block, out: list[Any]) -> None:
         run_id = self.run_id
         if block.kind == "text":
-            out.append(TextEnd(id=block.id, run_id=run_id, from_=_AGENT))
+            out.append(TextEnd(id=block.id, type="text-end", run_id=run_id, from_=_AGENT))
         elif block.kind == "thinking":
             extra: dict[str, Any] = {}
             if block.signature:

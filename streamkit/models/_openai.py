@@ -509,7 +509,7 @@ class _ChatTranslator:
         out: list[Any] = [] if self.metadata is None else [self.metadata]
         self._end_reasoning(out)
         if self.text_id is not None:
-            out.append(TextEnd(id=self.text_id, run_id=run_id, from_=_AGENT))
+            out.append(TextEnd(id=self.text_id, type="text-end", run_id=run_id, from_=_AGENT))
         for index in sorted(self.calls):
             pending = self.calls[index]
             if not pending.name:

@@ -172,7 +172,7 @@ async def _emit_step(step: ScriptStep, request: ModelRequest) -> AsyncIterator[A
             streamed.extend(pieces)
             for piece in pieces:
                 yield delta(TextDeltaPayload(id=tid, text=piece))
-            yield TextEnd(id=tid, run_id=run_id, from_=frm)
+            yield TextEnd(id=tid, type="text-end", run_id=run_id, from_=frm)
         elif isinstance(part, _ToolCall):
             has_tools = True
             cid = part.id or f"call-{uuid.uuid4().hex[:12]}"

@@ -32,8 +32,12 @@ async function streamed(response) {
 }
 
 const toolChunks = await streamed(await agent.stream("Where is my order? I'm customer C-42."));
+const ends = toolChunks.filter((c) => c.type === "step-finish" || c.type === "finish");
 out.toolTurn = {
   types: toolChunks.map((c) => c.type),
+  // What client-js hands onChunk of each step end: its response metadata, as Mastra sends it.
+  endMetadata: ends.map((c) => c.payload?.metadata),
+  endKeys: ends.map((c) => Object.keys(c.payload ?? {}).sort()),
   call: toolChunks.find((c) => c.type === "tool-call")?.payload,
   result: toolChunks.find((c) => c.type === "tool-result")?.payload,
   progress: toolChunks.find((c) => c.type === "data-progress"),
@@ -47,6 +51,23 @@ const turn2 = await agent.generate("What is my name?", { memory });
 out.memoryTurn = {
   first: turn1.filter((c) => c.type === "text-delta").map((c) => c.payload.text).join(""),
   second: turn2.text,
+};
+// The same memory by threadId/resourceId (client-js's other spelling), streamed both turns,
+// then the thread read back through the client.
+const ids = { threadId: "node-thread-2", resourceId: "node-user" };
+const streamedText = (chunks) => chunks.filter((c) => c.type === "text-delta")
+  .map((c) => c.payload.text).join("");
+const idTurn1 = await streamed(await agent.stream("My name is Grace", ids));
+const idTurn2 = await streamed(await agent.stream("What is my name?", ids));
+const idThread = client.getMemoryThread({ threadId: ids.threadId, agentId: "support" });
+out.idMemory = {
+  first: streamedText(idTurn1),
+  second: streamedText(idTurn2),
+  finishes: [idTurn1, idTurn2].map((t) => t.at(-1)?.type),
+  messages: (await idThread.listMessages()).messages.map((m) => ({
+    role: m.role,
+    text: (m.content?.parts ?? []).filter((p) => p.type === "text").map((p) => p.text).join(""),
+  })),
 };
 const threads = await client.listMemoryThreads({ resourceId: "node-user", agentId: "support" });
 const thread = client.getMemoryThread({ threadId: "node-thread", agentId: "support" });

