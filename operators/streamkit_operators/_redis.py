@@ -23,11 +23,11 @@ the server doing the work that must not race:
   scope that start at the same moment can each pass the check; the overshoot is at most one
   call per request in flight, and the next check sees all of them.
 
-Both use redis-py's asyncio client (the ``redis`` extra: ``pip install 'streamkit[redis]'``),
-made on first use in the event loop that first uses the backend: make one per process (per
-loop). A Redis error in ``ResponseCache`` is a miss (logged, as for every cache backend); in
-``CostGuard`` it is a ``StreamkitError`` naming the server and the operation — a budget that
-cannot be read is not silently skipped.
+Both use redis-py's asyncio client (the ``redis`` extra:
+``pip install 'streamkit-operators[redis]'``), made on first use in the event loop that first
+uses the backend: make one per process (per loop). A Redis error in ``ResponseCache`` is a miss
+(logged, as for every cache backend); in ``CostGuard`` it is a ``StreamkitError`` naming the
+server and the operation — a budget that cannot be read is not silently skipped.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def _redis() -> tuple[Any, type[Exception]]:
         from redis.exceptions import RedisError
     except ImportError as exc:
         raise StreamkitError(f"the Redis backends need redis-py: pip install "
-                             f"'streamkit[redis]' ({exc})") from exc
+                             f"'streamkit-operators[redis]' ({exc})") from exc
     return aioredis.Redis, RedisError
 
 __all__ = ["RedisCache", "RedisUsageStore"]

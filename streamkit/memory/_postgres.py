@@ -139,7 +139,7 @@ def _driver() -> _Driver:
         from psycopg_pool import AsyncConnectionPool, PoolTimeout
     except ImportError as exc:
         raise StreamkitError(f"PostgresStore needs psycopg 3 and psycopg_pool: pip install "
-                             f"'streamkit[postgres]' ({exc})") from exc
+                             f"'streamkit-agents[postgres]' ({exc})") from exc
     return _Driver(psycopg.Error, PoolTimeout, sql.SQL,
                    sql.Identifier, Json, AsyncConnectionPool,
                    psycopg.conninfo.conninfo_to_dict)  # psycopg imports its conninfo
@@ -202,7 +202,7 @@ class PostgresStore:
             a schema that is not an identifier or is a system schema (``information_schema``,
             ``pg_*``), a bad pool size or timeout.
         StreamkitError: psycopg or psycopg_pool is not installed (``pip install
-            'streamkit[postgres]'``).
+            'streamkit-agents[postgres]'``).
         MemoryStoreError: from any method when PostgreSQL fails or the call ran out of
             ``timeout``, or given text PostgreSQL cannot hold (a NUL, a lone surrogate); the
             message names the database, the thread, the operation and what was wrong,
