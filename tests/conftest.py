@@ -142,6 +142,10 @@ SLOW_MODULES = frozenset({
     "test_pii_linear",         # instruction counts under valgrind over growing inputs
     "test_replay",             # worker processes over 10,000 streams, and Ray
     "test_replay_hostile",     # worker processes, signals, deadlines, and Ray
+    "test_hostile_providers",  # fuzzed provider streams over real HTTP
+    "test_hostile_http",       # servers that drip and stall: waits out deadlines
+    "test_imports",            # the import graph of every module
+    "test_misuse",             # every module's source, scanned for raises
 })
 #: Single tests (``module.py::Class`` or ``module.py::test``, every parametrisation) that sweep
 #: every shape or rule: each takes seconds of CPU. ``tests/test_quick_loop.py`` checks they exist.
