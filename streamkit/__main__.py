@@ -105,8 +105,8 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         from .serve import Limits, serve
     except ImportError as exc:
-        print(f"error: serving needs the serve extra (pip install 'streamkit[serve]'): {exc}",
-              file=sys.stderr)
+        print(f"error: serving needs the serve extra "
+              f"(pip install 'streamkit-agents[serve]'): {exc}", file=sys.stderr)
         return 2
     try:
         given = {flag[2:].replace("-", "_"): getattr(args, flag[2:].replace("-", "_"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import re
 import sys
 import weakref
@@ -113,3 +114,84 @@ async def run_stream(agent: Agent, prompt: str = "hi", **kw: Any) -> tuple[list[
     except StreamkitError as exc:
         result = exc
     return chunks, result
+
+
+# -- the fast developer loop ------------------------------------------------------------------
+# `.ci/quick` (README "Set-up") runs `pytest -m "not slow"`: what is left out is marked here, in
+# one place, by what a test needs rather than by hand in each file. `.ci/run` runs everything.
+
+#: Fixtures that bring in Node (npm ci), a browser (chromium), Ray, or a PostgreSQL or Redis
+#: server: every test using one (directly or through another fixture) is slow.
+SLOW_FIXTURES = frozenset({"node22", "chromium", "page_url", "local_ray",
+                           "pg_dsn", "pg_schema", "redis_url", "redis_prefix"})
+#: A backend fixture parametrised with one of these (``params=["sqlite", "postgres"]``) asks for
+#: the server with ``request.getfixturevalue``, which collection cannot see: that case is slow.
+SERVER_PARAMS = frozenset({"postgres", "redis"})
+#: A test that imports one of these itself (``pytest.importorskip("ray")``) is slow too.
+SLOW_IMPORTS = re.compile(r"""importorskip\(\s*["'](?:ray|playwright)\b""")
+#: Whole modules that build, install, type-check, render or run for long (measured: see the
+#: README's set-up table); each costs seconds to minutes where the rest cost milliseconds.
+SLOW_MODULES = frozenset({
+    "test_install",            # builds both wheels, installs two fresh venvs
+    "test_typecheck",          # mypy --strict over the library
+    "test_user_typing",        # mypy --strict over the user programs
+    "test_docs",               # mkdocs build --strict
+    "test_notebooks",          # every notebook on a fresh Jupyter kernel
+    "test_benchmarks_smoke",   # the benchmark harness, instruction counts
+    "test_serve_load_smoke",   # the serving load generator
+    "test_pii_linear",         # instruction counts under valgrind over growing inputs
+    "test_replay",             # worker processes over 10,000 streams, and Ray
+    "test_replay_hostile",     # worker processes, signals, deadlines, and Ray
+    "test_hostile_providers",  # fuzzed provider streams over real HTTP
+    "test_hostile_http",       # servers that drip and stall: waits out deadlines
+    "test_imports",            # the import graph of every module
+    "test_misuse",             # every module's source, scanned for raises
+})
+#: Single tests (``module.py::Class`` or ``module.py::test``, every parametrisation) that sweep
+#: every shape or rule: each takes seconds of CPU. ``tests/test_quick_loop.py`` checks they exist.
+SLOW_TESTS = frozenset({
+    "test_fused.py::TestShapeSweep",
+    "test_fused.py::TestTemplateCoverage",
+    "test_guard_leaks.py::test_consumer_text_is_stored_text_is_one_shot_redaction",
+})
+#: Test folders left out whole: ``tests/serve`` starts a real HTTP server (uvicorn) per test.
+SLOW_FOLDERS = frozenset({"serve"})
+#: A test whose own source starts another Python process or a pool of them costs a second or
+#: more of interpreter start-up each: slow.
+SPAWNS = re.compile(r"\bsubprocess\.|\bmultiprocessing\b|ProcessPool|\bsys\.executable\b")
+#: A property test drawing this many examples or more is slow; smaller ones stay in the loop.
+MANY_EXAMPLES = 50
+
+
+def is_slow(item: pytest.Item) -> bool:
+    """Whether ``item`` stays out of the fast loop (see ``SLOW_FIXTURES`` and friends)."""
+    if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and SERVER_PARAMS & {v for v in callspec.params.values()
+                                                  if isinstance(v, str)}:
+        return True
+    module = getattr(item, "module", None)
+    if module is not None and module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES:
+        return True
+    tests = REPO / "tests"
+    if tests in item.path.parents and SLOW_FOLDERS & set(item.path.relative_to(tests).parts):
+        return True
+    parts = item.nodeid.split("[", 1)[0].split("::")
+    if any("::".join([item.path.name, *parts[1:n]]) in SLOW_TESTS for n in (2, 3)):
+        return True
+    function = getattr(item, "function", None)
+    settings = getattr(function, "_hypothesis_internal_use_settings", None)
+    if settings is not None and settings.max_examples >= MANY_EXAMPLES:
+        return True
+    try:
+        source = inspect.getsource(function) if function is not None else ""
+    except (OSError, TypeError):
+        source = ""
+    return bool(SLOW_IMPORTS.search(source) or SPAWNS.search(source))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if is_slow(item):
+            item.add_marker(pytest.mark.slow)

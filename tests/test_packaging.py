@@ -1,6 +1,8 @@
-"""Both packages declare what they import, ship ``py.typed``, and keep their version in one place.
+"""Both packages declare what they import, ship ``py.typed``, and keep their version in one place;
+the distribution is ``streamkit-agents`` everywhere a user is told to install it.
 
-Run against the sources and the installed metadata, as a user's ``pip install`` would see them.
+Run against the sources and the installed metadata, as a user's ``pip install`` would see them
+(``tests/test_install.py`` builds the wheels and installs them into a fresh venv).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import streamkit_operators
 from .conftest import REPO
 
 PACKAGES = [
-    pytest.param(REPO / "pyproject.toml", REPO / "streamkit", streamkit, id="streamkit"),
+    pytest.param(REPO / "pyproject.toml", REPO / "streamkit", streamkit, id="streamkit-agents"),
     pytest.param(REPO / "operators" / "pyproject.toml",
                  REPO / "operators" / "streamkit_operators", streamkit_operators,
                  id="streamkit-operators"),
@@ -72,9 +74,66 @@ def test_every_third_party_import_is_a_declared_dependency(pyproject_path: Path,
 
 @pytest.mark.parametrize("pyproject_path, package_dir, module", PACKAGES)
 def test_py_typed_is_shipped(pyproject_path: Path, package_dir: Path, module: object) -> None:
+    """hatchling puts every file of the package that git does not ignore in the wheel
+    (``tests/test_install.py`` checks a built wheel file by file)."""
     assert (package_dir / "py.typed").is_file()
-    data = tomllib.loads(pyproject_path.read_text())["tool"]["setuptools"]["package-data"]
-    assert "py.typed" in data[package_dir.name]
+    tool = tomllib.loads(pyproject_path.read_text())["tool"]
+    assert tool["hatch"]["build"]["targets"]["wheel"]["packages"] == [package_dir.name]
+
+
+@pytest.mark.parametrize("pyproject_path, package_dir, module", PACKAGES)
+def test_editable_installs_are_path_entries(pyproject_path: Path, package_dir: Path,
+                                            module: object) -> None:
+    """hatchling's editable install is a .pth path entry, which mypy follows; setuptools'
+    (an import hook) left a user's ``mypy --strict`` with ``import-not-found``
+    (``tests/test_install.py`` type-checks a program against an editable install)."""
+    system = tomllib.loads(pyproject_path.read_text())["build-system"]
+    assert system["build-backend"] == "hatchling.build"
+    hatch = tomllib.loads(pyproject_path.read_text())["tool"]["hatch"]
+    assert not hatch["build"]["targets"]["wheel"].get("dev-mode-exact"), "an import hook again"
+
+
+def test_the_distribution_name_is_free_of_the_pypi_stranger() -> None:
+    """``streamkit`` on PyPI is an unrelated pub-sub SDK: ours is ``streamkit-agents`` and the
+    operators depend on that name (docs/install.md says how the name was checked)."""
+    core = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    operators = tomllib.loads((REPO / "operators" / "pyproject.toml").read_text())["project"]
+    assert core["name"] == "streamkit-agents" and operators["name"] == "streamkit-operators"
+    names = {re.split(r"[\s<>=!~\[;]", d, maxsplit=1)[0] for d in operators["dependencies"]}
+    assert "streamkit-agents" in names and "streamkit" not in names
+
+
+#: ``pip install`` of the bare name (with or without extras, quoted or not): the stranger.
+BARE_INSTALL = re.compile(r"pip install\b[^\n`&;|]*?(?<![\w./-])(?<!-m )['\"]?streamkit"
+                          r"(?:\[|['\"\s`)]|$)", re.MULTILINE)
+#: Everything a user reads an install line in: the README, docs, notebooks, CI, and the library's
+#: own messages ("pip install 'streamkit-agents[otel]'").
+INSTALL_TEXTS = ["README.md", "docs/**/*.md", "notebooks/*.md", "notebooks/*.ipynb",
+                 "notebooks/_src/*.py", ".ci/*", "streamkit/**/*.py",
+                 "operators/streamkit_operators/**/*.py", "benchmarks/**/*.md"]
+
+
+def test_every_install_line_uses_the_distribution_name() -> None:
+    offenders = []
+    for pattern in INSTALL_TEXTS:
+        for path in sorted(REPO.glob(pattern)):
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                if BARE_INSTALL.search(line):
+                    offenders.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
+    assert not offenders, "installs PyPI's unrelated 'streamkit':\n" + "\n".join(offenders)
+
+
+@pytest.mark.parametrize("line, bare", [
+    ("pip install 'streamkit[postgres,redis]' ./operators", True),
+    ("pip install streamkit", True),
+    ('(``pip install "streamkit[otel]"``)', True),
+    ("pip install 'streamkit-agents[postgres,redis]' ./operators", False),
+    ("pip install -e '.[test]' -e ./operators", False),
+    ("pip install streamkit-operators", False),
+    ("pip install -q -e . && .venv/bin/python -m streamkit demo", False),
+])
+def test_the_bare_name_pattern(line: str, bare: bool) -> None:
+    assert bool(BARE_INSTALL.search(line)) is bare
 
 
 @pytest.mark.parametrize("pyproject_path, package_dir, module", PACKAGES)
@@ -82,8 +141,8 @@ def test_the_version_has_one_source(pyproject_path: Path, package_dir: Path,
                                     module: object) -> None:
     config = tomllib.loads(pyproject_path.read_text())
     assert "version" not in config["project"] and "version" in config["project"]["dynamic"]
-    attr = config["tool"]["setuptools"]["dynamic"]["version"]["attr"]
-    assert attr == f"{package_dir.name}.__version__"
+    path = config["tool"]["hatch"]["version"]["path"]
+    assert path == f"{package_dir.name}/__init__.py"
     version = module.__version__
     assert importlib.metadata.version(config["project"]["name"]) == version
     mentions = [p for p in package_dir.rglob("*.py")

@@ -765,7 +765,7 @@ def test_without_opentelemetry_nothing_is_imported_and_instrument_says_why() -> 
             print(loaded, "|", exc)
     """)
     loaded, message = out.split(" | ")
-    assert loaded == "[]" and "streamkit[otel]" in message
+    assert loaded == "[]" and "streamkit-agents[otel]" in message
 
 
 def test_installed_but_unused_opentelemetry_is_never_imported() -> None:

@@ -148,7 +148,7 @@ await memory.close()
 # ## Tracing with OpenTelemetry
 #
 # A separate part: the same agent, traced. With `opentelemetry-api` installed
-# (`pip install 'streamkit[otel]'`) and a tracer provider configured, every run is a tree of
+# (`pip install 'streamkit-agents[otel]'`) and a tracer provider configured, every run is a tree of
 # spans with the GenAI semantic conventions: `invoke_agent` → `step {n}` → `chat {model}` per
 # model call and `execute_tool {tool}` per tool call, plus one span per processor hook call
 # (the rows of `result.trace`). Nothing is per chunk. Here the SDK's console exporter prints one

@@ -24,11 +24,11 @@ the server doing the work that must not race:
   script. A check reads O(buckets + calls in flight) fields, never every call ever made.
   Reservations expire by the server's clock (``TIME``).
 
-Both use redis-py's asyncio client (the ``redis`` extra: ``pip install 'streamkit[redis]'``),
-made on first use in the event loop that first uses the backend: make one per process (per
-loop). A client made from a URL has a 5 s socket timeout and no retries (a Lua script retried
-after a timeout could apply twice); a client you pass keeps its own settings. A Redis error in
-``ResponseCache`` is a miss (logged, as for every cache backend); in ``CostGuard`` it is a
+Both use redis-py's asyncio client (the ``redis`` extra:
+``pip install 'streamkit-operators[redis]'``), made on first use in the event loop that first
+uses the backend: make one per process (per loop). A client made from a URL has a 5 s socket
+timeout and no retries (a Lua script retried after a timeout could apply twice); a client you
+pass keeps its own settings. A Redis error in ``ResponseCache`` is a miss (logged, as for every cache backend); in ``CostGuard`` it is a
 ``StreamkitError`` naming the server and the operation — a budget that cannot be read is not
 silently skipped.
 """
@@ -59,7 +59,7 @@ def _redis() -> tuple[Any, type[Exception], Callable[[], Any]]:
         from redis.exceptions import RedisError
     except ImportError as exc:
         raise StreamkitError(f"the Redis backends need redis-py: pip install "
-                             f"'streamkit[redis]' ({exc})") from exc
+                             f"'streamkit-operators[redis]' ({exc})") from exc
     return aioredis.Redis, RedisError, lambda: Retry(NoBackoff(), 0)
 
 __all__ = ["RedisCache", "RedisUsageStore"]

@@ -149,11 +149,11 @@ def _driver() -> _Driver:
         from psycopg_pool import AsyncConnectionPool, PoolTimeout
     except ImportError as exc:
         raise StreamkitError(f"PostgresStore needs psycopg 3 and psycopg_pool: pip install "
-                             f"'streamkit[postgres]' ({exc})") from exc
+                             f"'streamkit-agents[postgres]' ({exc})") from exc
     if not psycopg.AsyncPipeline.is_supported():  # every call is one pipelined round trip
         raise StreamkitError(f"PostgresStore needs psycopg's pipeline mode, which needs libpq "
                              f">= 14; this psycopg uses libpq {psycopg.pq.version()} "
-                             f"({psycopg.pq.__impl__}): pip install 'streamkit[postgres]' "
+                             f"({psycopg.pq.__impl__}): pip install 'streamkit-agents[postgres]' "
                              f"(psycopg[binary] bundles a recent libpq)")
     return _Driver(psycopg.Error, PoolTimeout, sql.SQL,
                    sql.Identifier, Json, AsyncConnectionPool,
@@ -228,7 +228,7 @@ class PostgresStore:
             a schema that is not an identifier or is a system schema (``information_schema``,
             ``pg_*``), a bad pool size or timeout.
         StreamkitError: psycopg or psycopg_pool is not installed (``pip install
-            'streamkit[postgres]'``).
+            'streamkit-agents[postgres]'``).
         MemoryStoreError: from any method when PostgreSQL fails or the call ran out of
             ``timeout``, or given text PostgreSQL cannot hold (a NUL, a lone surrogate); the
             message names the database, the thread, the operation and what was wrong,

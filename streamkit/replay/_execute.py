@@ -157,7 +157,7 @@ def _ray_rows(payload: tuple[str, Any], batches: list[list[RecordedStream]],
         import ray
         import ray.data
     except ImportError as exc:
-        raise StreamkitError(f"replay(ray=...) needs Ray Data: pip install 'streamkit[ray]' "
+        raise StreamkitError(f"replay(ray=...) needs Ray Data: pip install 'streamkit-agents[ray]' "
                              f"({exc})") from exc
 
     started = False

@@ -3,7 +3,7 @@
 What belongs here: the ASGI app (``create_app``: Mastra's routes under ``/api``, the AI SDK v5
 UI message stream at ``/chat/{agent_id}``, a chat page at ``/``) and ``python -m streamkit
 serve``. It sits on top of ``streamkit.agent``: nothing below imports it. Needs the ``serve``
-extra (``pip install 'streamkit[serve]'``: Starlette and uvicorn).
+extra (``pip install 'streamkit-agents[serve]'``: Starlette and uvicorn).
 
 Modules: ``_app`` (the app, the chat route, the page), ``_mastra`` (Mastra's routes and JSON),
 ``_ui_stream`` (Mastra chunks → UI chunks), ``_requests`` (request bodies → ``Agent.stream``

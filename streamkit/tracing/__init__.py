@@ -4,8 +4,8 @@
 Every ``Agent.stream()``/``generate()`` run becomes a tree of spans — ``invoke_agent {agent}`` →
 ``step {n}`` → ``chat {model}`` per model call, ``execute_tool {tool}`` per tool call, and one span
 per processor hook call mirroring ``result.trace`` — once opentelemetry is installed
-(``pip install 'streamkit[otel]'``) and a tracer provider is configured. Nothing is per chunk:
-the number of spans depends on steps, tools and processors only.
+(``pip install 'streamkit-agents[otel]'``) and a tracer provider is configured. Nothing is per
+chunk: the number of spans depends on steps, tools and processors only.
 
 * Automatic: with a global provider set (``opentelemetry.trace.set_tracer_provider``), runs are
   traced; without one, or without opentelemetry, nothing changes and nothing is imported.

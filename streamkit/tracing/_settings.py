@@ -68,7 +68,7 @@ def instrument(tracer_provider: Any = None, *, capture_content: bool | None = No
             (``true`` turns it on) at each run; off by default.
 
     Raises:
-        UsageError: opentelemetry is not installed (``pip install 'streamkit[otel]'``).
+        UsageError: opentelemetry is not installed (``pip install 'streamkit-agents[otel]'``).
         InvalidType: ``tracer_provider`` has no ``get_tracer``, or ``capture_content`` is
             not a bool.
 
@@ -84,7 +84,8 @@ def instrument(tracer_provider: Any = None, *, capture_content: bool | None = No
         _load_spans()
     except ImportError as exc:
         raise UsageError("streamkit.tracing.instrument needs opentelemetry-api; install it with "
-                         "pip install 'streamkit[otel]' (and an SDK or exporter to send spans)"
+                         "pip install 'streamkit-agents[otel]' (and an SDK or exporter to send "
+                         "spans)"
                          ) from exc
     if tracer_provider is not None and not callable(getattr(tracer_provider, "get_tracer", None)):
         raise InvalidType(f"tracer_provider must be an OpenTelemetry TracerProvider (with "
