@@ -28,9 +28,9 @@ Both use redis-py's asyncio client (the ``redis`` extra:
 ``pip install 'streamkit-operators[redis]'``), made on first use in the event loop that first
 uses the backend: make one per process (per loop). A client made from a URL has a 5 s socket
 timeout and no retries (a Lua script retried after a timeout could apply twice); a client you
-pass keeps its own settings. A Redis error in ``ResponseCache`` is a miss (logged, as for every cache backend); in ``CostGuard`` it is a
-``StreamkitError`` naming the server and the operation — a budget that cannot be read is not
-silently skipped.
+pass keeps its own settings. A Redis error in ``ResponseCache`` is a miss (logged, as for every
+cache backend); in ``CostGuard`` it is a ``StreamkitError`` naming the server and the operation —
+a budget that cannot be read is not silently skipped.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ needs only the two distributions, ``streamkit-agents`` and ``streamkit-operators
 from __future__ import annotations
 
 import asyncio
+
 from streamkit import Abort, Agent, Chunk, Processor
 from streamkit.chunks import TextDelta
 from streamkit.testing import ScriptedModel, text
