@@ -92,7 +92,11 @@ def _header_resource(name: str) -> Callable[[Request], str | None]:
 
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on accepted connections only for a socket
+    # whose protocol is IPPROTO_TCP; with Nagle's algorithm on, each response on a reused
+    # keep-alive connection waited ~40 ms for the client's delayed ACK (issue 28). The
+    # protocol sets it per connection as well (``_connections``), for sockets bound elsewhere.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))

@@ -13,6 +13,8 @@ What uvicorn (0.55, h11) bounds by itself, and what it does not:
   arriving (one that comes whole in one read, up to asyncio's 256 KiB, is parsed), so the
   size and count of complete heads are checked by ``RequestLimits`` (431).
 * Keep-alive idle time: ``timeout_keep_alive``, armed only once a response is complete.
+* ``TCP_NODELAY`` only when the listening socket was created with ``IPPROTO_TCP`` (asyncio's
+  rule); it is set here on every connection (``set_nodelay``).
 * Nothing else. A connection that never sends a byte, or sends its headers one byte at a time,
   is never timed out; a response to a client that stopped reading waits in ``drain()``
   forever, holding its run and the model's stream; and every open connection holds a file
@@ -48,6 +50,7 @@ from __future__ import annotations
 
 import asyncio
 import resource
+import socket
 from typing import Any
 
 import h11
@@ -59,7 +62,7 @@ from ..errors import InvalidType
 from ._limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["GuardedH11Protocol", "GuardedConfig", "uvicorn_config", "connection_cap",
-           "accept_batch"]
+           "accept_batch", "set_nodelay", "SERVER_PROTOCOLS"]
 
 def _open_files() -> int:
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -84,6 +87,22 @@ def connection_cap(limits: Limits) -> int:
         return limits.max_connections
     files = _open_files()
     return max(16, files - max(32, files // 4) - accept_batch())
+
+
+def set_nodelay(transport: asyncio.BaseTransport) -> None:
+    """Turn Nagle's algorithm off on a TCP connection (``TCP_NODELAY``).
+
+    A streamed response is many small writes and the client answers none of them, so with
+    Nagle on, every write after the first waits for the client's delayed ACK (~40 ms on
+    Linux) while earlier bytes are unacknowledged: on a reused keep-alive connection every
+    response waited that long (issue 28). asyncio sets it only on sockets created with
+    ``IPPROTO_TCP``; a socket a user binds with protocol 0 (``socket.socket()``'s default)
+    gets it here, per connection. A Unix socket (no TCP) is left as it is.
+    """
+    sock = transport.get_extra_info("socket")
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6) \
+            and sock.type == socket.SOCK_STREAM:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 class _Table:
@@ -161,6 +180,7 @@ class GuardedH11Protocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        set_nodelay(transport)
         self._arm_head_timer()
         self._table.admit(self)
 
@@ -222,6 +242,10 @@ class GuardedH11Protocol(H11Protocol):
         # flush it forever). ``connection_lost`` then tells the app it disconnected.
         self._send_timer = None
         self.transport.abort()
+
+
+#: The guarded HTTP/1.1 protocols by uvicorn's name for them (``uvicorn_config(http=...)``).
+SERVER_PROTOCOLS: dict[str, type[GuardedH11Protocol]] = {"h11": GuardedH11Protocol}
 
 
 def uvicorn_config(app: Any, *, limits: Limits | None = None, **options: Any) -> GuardedConfig:
