@@ -49,6 +49,7 @@ response (as nginx does on ``client_header_timeout``): there is no request to an
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import resource
 import socket
 from typing import Any
@@ -56,13 +57,14 @@ from typing import Any
 import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from ..errors import InvalidType
 from ._limits import DEFAULT_LIMITS, Limits
 
-__all__ = ["GuardedH11Protocol", "GuardedConfig", "uvicorn_config", "connection_cap",
-           "accept_batch", "set_nodelay", "SERVER_PROTOCOLS"]
+__all__ = ["GuardedH11Protocol", "GuardedHttpToolsProtocol", "GuardedConfig", "uvicorn_config",
+           "connection_cap", "accept_batch", "set_nodelay", "SERVER_PROTOCOLS"]
 
 def _open_files() -> int:
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -110,9 +112,9 @@ class _Table:
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
-        self.open: dict[GuardedH11Protocol, None] = {}
+        self.open: dict[_Guard, None] = {}
 
-    def admit(self, new: GuardedH11Protocol) -> None:
+    def admit(self, new: _Guard) -> None:
         self.open[new] = None
         if len(self.open) <= self.cap:
             return
@@ -123,10 +125,11 @@ class _Table:
 
 
 class GuardedConfig(uvicorn.Config):
-    """A uvicorn ``Config`` carrying streamkit's ``Limits`` for ``GuardedH11Protocol``."""
+    """A uvicorn ``Config`` carrying streamkit's ``Limits`` for the guarded protocols."""
 
     def __init__(self, app: Any, *, limits: Limits = DEFAULT_LIMITS, **options: Any) -> None:
-        options.setdefault("http", GuardedH11Protocol)
+        options.setdefault("http", GuardedHttpToolsProtocol)
+        options.setdefault("loop", "uvloop" if _has("uvloop") else "asyncio")
         options.setdefault("timeout_keep_alive", limits.keep_alive_timeout)
         options.setdefault("h11_max_incomplete_event_size", limits.max_header_bytes)
         options.setdefault("backlog", accept_batch())
@@ -135,7 +138,82 @@ class GuardedConfig(uvicorn.Config):
         self.table = _Table(connection_cap(limits))
 
 
-class GuardedH11Protocol(H11Protocol):
+class _Guard:
+    """What both guarded protocols add (see the module docstring): the connection table,
+    ``TCP_NODELAY``, the header deadline's timer and the send deadline. The protocol says when
+    a head is due or in (``_watch_head``) and how to close an idle connection."""
+
+    transport: asyncio.Transport
+    loop: asyncio.AbstractEventLoop
+
+    def _guard_init(self, config: uvicorn.Config) -> None:
+        if not isinstance(config, GuardedConfig):
+            raise InvalidType(f"{type(self).__name__} needs a GuardedConfig, got "
+                              f"{type(config).__name__}; build it with uvicorn_config(app)")
+        self._limits = config.limits
+        self._table = config.table
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._send_timer: asyncio.TimerHandle | None = None
+        self._has_had_request = False
+
+    @property
+    def is_awaiting_first_request(self) -> bool:
+        """Open, and no complete request head received on it yet."""
+        raise NotImplementedError
+
+    @property
+    def is_idle(self) -> bool:
+        """Between requests: no request being received (after its head) or answered."""
+        raise NotImplementedError
+
+    def close_idle(self) -> None:
+        """Close a connection that is in no request (as the keep-alive timeout does)."""
+        raise NotImplementedError
+
+    def _guard_made(self) -> None:
+        set_nodelay(self.transport)
+        self._arm_head_timer()
+        self._table.admit(self)
+
+    def _guard_lost(self) -> None:
+        self._table.open.pop(self, None)
+        for timer in (self._head_timer, self._send_timer):
+            if timer is not None:
+                timer.cancel()
+        self._head_timer = self._send_timer = None
+
+    def _guard_pause_writing(self) -> None:
+        if self._send_timer is None:
+            self._send_timer = self.loop.call_later(self._limits.send_timeout,
+                                                    self._send_timed_out)
+
+    def _guard_resume_writing(self) -> None:
+        if self._send_timer is not None:
+            self._send_timer.cancel()
+            self._send_timer = None
+
+    def _arm_head_timer(self) -> None:
+        self._head_timer = self.loop.call_later(self._limits.header_timeout,
+                                                self._head_timed_out)
+
+    def _head_in(self) -> None:
+        """A request head is complete: its deadline is off."""
+        self._has_had_request = True
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_timed_out(self) -> None:
+        raise NotImplementedError
+
+    def _send_timed_out(self) -> None:
+        # The client stopped reading: abort (drop what is buffered; ``close`` would wait to
+        # flush it forever). ``connection_lost`` then tells the app it disconnected.
+        self._send_timer = None
+        self.transport.abort()
+
+
+class GuardedH11Protocol(_Guard, H11Protocol):
     """uvicorn's h11 protocol with a header deadline, a send deadline and a connection bound
     (see the module docstring). Used through ``GuardedConfig`` (``uvicorn_config``).
 
@@ -147,49 +225,29 @@ class GuardedH11Protocol(H11Protocol):
                  app_state: dict[str, Any], _loop: asyncio.AbstractEventLoop | None = None
                  ) -> None:
         super().__init__(config, server_state, app_state, _loop)
-        if not isinstance(config, GuardedConfig):
-            raise InvalidType(f"GuardedH11Protocol needs a GuardedConfig, got "
-                              f"{type(config).__name__}; build it with uvicorn_config(app)")
-        self._limits = config.limits
-        self._table = config.table
-        self._head_timer: asyncio.TimerHandle | None = None
-        self._send_timer: asyncio.TimerHandle | None = None
-        self._has_had_request = False
-
-    # -------------------------------------------------------------- state
+        self._guard_init(config)
 
     @property
     def is_awaiting_first_request(self) -> bool:
-        """Open, and no request head received on it yet."""
         return not self._has_had_request and self.conn.their_state is h11.IDLE
 
     @property
     def is_idle(self) -> bool:
-        """Between requests: no request being received or answered."""
         return self.conn.their_state is h11.IDLE and (
             self.cycle is None or self.cycle.response_complete)
 
     def close_idle(self) -> None:
-        """Close a connection that is in no request (as the keep-alive timeout does)."""
         if not self.transport.is_closing():
             if self.conn.our_state is not h11.ERROR and self.is_idle:
                 self.conn.send(h11.ConnectionClosed())
             self.transport.close()
 
-    # -------------------------------------------------------------- asyncio.Protocol
-
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        set_nodelay(transport)
-        self._arm_head_timer()
-        self._table.admit(self)
+        self._guard_made()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._table.open.pop(self, None)
-        for timer in (self._head_timer, self._send_timer):
-            if timer is not None:
-                timer.cancel()
-        self._head_timer = self._send_timer = None
+        self._guard_lost()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
@@ -202,21 +260,11 @@ class GuardedH11Protocol(H11Protocol):
 
     def pause_writing(self) -> None:
         super().pause_writing()
-        if self._send_timer is None:
-            self._send_timer = self.loop.call_later(self._limits.send_timeout,
-                                                    self._send_timed_out)
+        self._guard_pause_writing()
 
     def resume_writing(self) -> None:
         super().resume_writing()
-        if self._send_timer is not None:
-            self._send_timer.cancel()
-            self._send_timer = None
-
-    # -------------------------------------------------------------- deadlines
-
-    def _arm_head_timer(self) -> None:
-        self._head_timer = self.loop.call_later(self._limits.header_timeout,
-                                                self._head_timed_out)
+        self._guard_resume_writing()
 
     def _watch_head(self, *, bytes_arrived: bool) -> None:
         """After bytes arrive or a response ends: a request head is due (its deadline runs from
@@ -227,25 +275,97 @@ class GuardedH11Protocol(H11Protocol):
                     and (bytes_arrived or self.conn.trailing_data[0]):
                 self._arm_head_timer()
             return
-        self._has_had_request = True
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
+        self._head_in()
 
     def _head_timed_out(self) -> None:
         self._head_timer = None
         if self.conn.their_state is h11.IDLE:
             self.close_idle()
 
-    def _send_timed_out(self) -> None:
-        # The client stopped reading: abort (drop what is buffered; ``close`` would wait to
-        # flush it forever). ``connection_lost`` then tells the app it disconnected.
-        self._send_timer = None
-        self.transport.abort()
+
+class GuardedHttpToolsProtocol(_Guard, HttpToolsProtocol):
+    """uvicorn's httptools (llhttp, C) protocol with the same guards as ``GuardedH11Protocol``
+    (see the module docstring), and the bound on a head still arriving that h11 applies
+    itself (``max_incomplete_event_size``) and llhttp does not: above ``max_header_bytes``
+    before the head is complete, the answer is ``400`` and the connection is closed, as h11's.
+
+    The head's deadline runs from the parser's ``on_message_begin`` (a request's first byte)
+    to ``on_headers_complete``. Used through ``GuardedConfig`` (``uvicorn_config``).
+
+    Raises:
+        InvalidType: given a plain ``uvicorn.Config``.
+    """
+
+    def __init__(self, config: uvicorn.Config, server_state: ServerState,
+                 app_state: dict[str, Any], _loop: asyncio.AbstractEventLoop | None = None
+                 ) -> None:
+        super().__init__(config, server_state, app_state, _loop)
+        self._guard_init(config)
+        self._in_head = False  # a request has begun and its head is not complete
+        self._head_bytes = 0  # bytes received since the head began (or since the last one)
+
+    @property
+    def is_awaiting_first_request(self) -> bool:
+        return not self._has_had_request
+
+    @property
+    def is_idle(self) -> bool:
+        return not self.pipeline and (self.cycle is None or self.cycle.response_complete)
+
+    def close_idle(self) -> None:
+        if not self.transport.is_closing():
+            self.transport.close()
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._guard_made()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._guard_lost()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        counting = self._in_head or self.is_idle
+        if counting:
+            self._head_bytes += len(data)
+        super().data_received(data)
+        if self._in_head and self._head_bytes > self._limits.max_header_bytes \
+                and not self.transport.is_closing():
+            self.send_400_response("Request head too large")  # h11's answer, then closed
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._in_head = True
+        if self._head_timer is None and not self.transport.is_closing():
+            self._arm_head_timer()
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        self._head_bytes = 0
+        self._head_in()
+        super().on_headers_complete()
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._guard_pause_writing()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._guard_resume_writing()
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        if self.is_idle:  # no complete head in since it was armed
+            self.close_idle()
+
+
+def _has(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
 
 
 #: The guarded HTTP/1.1 protocols by uvicorn's name for them (``uvicorn_config(http=...)``).
-SERVER_PROTOCOLS: dict[str, type[GuardedH11Protocol]] = {"h11": GuardedH11Protocol}
+SERVER_PROTOCOLS: dict[str, type[_Guard]] = {"h11": GuardedH11Protocol,
+                                              "httptools": GuardedHttpToolsProtocol}
 
 
 def uvicorn_config(app: Any, *, limits: Limits | None = None, **options: Any) -> GuardedConfig:
