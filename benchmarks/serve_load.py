@@ -13,6 +13,9 @@ Both sides run in a fresh subprocess of their own, so each one's peak RSS (``VmH
   N keep-alive connections (as browsers and SDK clients keep them), each warmed up by one
   request, then one request on each at once to ``POST /api/agents/load/stream``, each read to
   its last chunk, the text-delta events counted (a stream that lost one fails the run).
+Both the server and the in-process side run on the loop ``python -m streamkit serve`` uses
+(uvloop when installed).
+
 * **in-process**: a process that runs the same N ``agent.stream()`` calls concurrently and frames
   every chunk as the server does (``sse_frame``), without HTTP; the consumer yields to the loop
   after each chunk (as a server's ``send`` does), so the N runs are alive at once.
@@ -33,19 +36,21 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import uvicorn
 
 from streamkit import Agent
 from streamkit.serve import create_app, uvicorn_config
-from streamkit.serve._cli import _bind
+from streamkit.serve._cli import _bind, event_loop_factory
 from streamkit.serve._mastra import sse_frame
 from streamkit.testing import FunctionModel, text
 
 __all__ = ["run", "main", "format_table"]
 
+T = TypeVar("T")
 TIMEOUT = 300.0  # the longest a run may take before it is abandoned
 MARKER = b'"type":"text-delta"'
 
@@ -54,6 +59,13 @@ def bench_agent(chunks: int) -> Agent:
     words = "word" + " word" * (chunks - 1)  # exactly `chunks` one-word deltas
     return Agent(id="load", model=FunctionModel(lambda request: text(words),
                                                 model_id="load-model"))
+
+
+def _loop_run(main: Coroutine[Any, Any, T]) -> T:
+    """Run ``main`` on the event loop ``python -m streamkit serve`` uses (uvloop when
+    installed): the server and the in-process side run on the same loop."""
+    with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+        return runner.run(main)
 
 
 def _rss_kib(pid: int | str = "self") -> dict[str, int]:
@@ -78,7 +90,7 @@ def _serve(chunks: int, port_file: str) -> None:
     app = create_app(bench_agent(chunks))
     config = uvicorn_config(app, log_level="warning", lifespan="off")
     Path(port_file).write_text(str(sock.getsockname()[1]))
-    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+    _loop_run(uvicorn.Server(config).serve(sockets=[sock]))
 
 
 # --------------------------------------------------------------------------- HTTP client
@@ -214,9 +226,9 @@ async def _inproc_load(streams: int, chunks: int) -> tuple[float, list[float]]:
 
 
 def _inproc_role(streams: int, chunks: int) -> None:
-    asyncio.run(_inproc_load(1, chunks))
+    _loop_run(_inproc_load(1, chunks))
     before = _rss_kib()["VmRSS"]
-    wall, firsts = asyncio.run(_inproc_load(streams, chunks))
+    wall, firsts = _loop_run(_inproc_load(streams, chunks))
     peak = _rss_kib()["VmHWM"]
     print(json.dumps(_row("in-process (no HTTP)", streams, chunks, wall, firsts, before, peak)))
 
