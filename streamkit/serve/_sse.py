@@ -169,6 +169,12 @@ class EventStream:
             self._arrived = None
         return bool(self._buffer) or self._ended
 
+    @property
+    def finished(self) -> bool:
+        """Ended, nothing left to take and nothing to raise: the next ``ready()`` is
+        ``None``."""
+        return self._ended and not self._buffer and self._error is None
+
     def wake(self) -> None:
         """End a ``wait()`` now (the client has gone)."""
         _wake(self._arrived)
@@ -221,18 +227,30 @@ class SSEResponse(Response):
         try:
             await send({"type": "http.response.start", "status": self.status_code,
                         "headers": self.raw_headers})
-            if self._first:
-                await send({"type": "http.response.body", "body": self._first,
-                            "more_body": True})
+            # The first frame goes out with whatever followed it by now, and the last batch
+            # with the end of the body: a short stream is one write after the headers.
+            pending = self._first
             while not disconnected:
                 batch = events.ready()
                 if batch is None:
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    await send({"type": "http.response.body", "body": pending,
+                                "more_body": False})
                     return
                 if batch:
+                    if pending:
+                        batch.insert(0, pending)
+                        pending = b""
+                    end = events.finished
                     await send({"type": "http.response.body",
                                 "body": batch[0] if len(batch) == 1 else b"".join(batch),
+                                "more_body": not end})
+                    if end:
+                        return
+                    continue
+                if pending:
+                    await send({"type": "http.response.body", "body": pending,
                                 "more_body": True})
+                    pending = b""
                     continue
                 if not await events.wait(self._heartbeat) and not disconnected:
                     await send({"type": "http.response.body", "body": HEARTBEAT,
