@@ -128,7 +128,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None,
         if args.vs_mastra:  # the serving rows beside Mastra's real server (issue 28)
             served = serve_vs_mastra.run(rounds=1 if mode != "full" else 3,
                                          quick=mode != "full", before=args.before_python,
-                                         log=stderr or sys.stderr)
+                                         stack=True, log=stderr or sys.stderr)
             print(serve_vs_mastra.format_table(served) + "\n", file=out)
         if args.only == ["serve"]:
             return 0

@@ -9,6 +9,8 @@ Sides (each serves agent ``demo``: reasoning + N text deltas, one tool, memory c
   ``~/.cache/streamkit-bench``; Node 22 comes from ``benchmarks.mastra``).
 * ``sk``: ``python -m streamkit serve benchmarks.serve_agent:agent`` of this tree.
 * ``sk-2w``: the same with ``--workers 2`` (the 3-delta scenarios).
+* ``sk-h11`` (with ``--stack``): the same app and guards on uvicorn's h11 protocol and
+  asyncio's loop instead of httptools and uvloop (the 3-delta scenarios).
 * ``sk-before`` (with ``--before-python PY``): the same command under another environment's
   streamkit (e.g. main's venv), run from a scratch directory so this tree is not imported.
 
@@ -115,7 +117,7 @@ def _free_port() -> int:
 
 
 def _sides(deltas: int, mastra_server: tuple[Path, Path] | None, before: str | None,
-           scratch: Path, workers: bool) -> list[Side]:
+           scratch: Path, workers: bool, stack: bool = False) -> list[Side]:
     env = dict(os.environ, SK_DELTAS=str(deltas), MASTRA_TELEMETRY_DISABLED="1",
                PYTHONPATH=str(HERE.parent))
     sides = []
@@ -133,6 +135,12 @@ def _sides(deltas: int, mastra_server: tuple[Path, Path] | None, before: str | N
         sides.append(Side("sk-before", [before, *serve], str(scratch),
                           dict(env, PYTHONPATH=str(scratch))))
     sides.append(Side("sk", [sys.executable, *serve], str(HERE.parent), env))
+    if stack:
+        # The stack choice, measured: everything as ``sk`` but uvicorn's h11 protocol (with
+        # the same guards) on asyncio's loop instead of httptools on uvloop.
+        sides.append(Side("sk-h11", [sys.executable, "-m", "benchmarks.serve_vs_mastra",
+                                     "--role", "server", "--http", "h11"],
+                          str(HERE.parent), env))
     if workers:
         sides.append(Side("sk-2w", [sys.executable, *serve, "--workers", "2"],
                           str(HERE.parent),
@@ -196,7 +204,7 @@ def _client(side: Side, s: Scenario, *, requests: int | None = None) -> dict[str
 
 
 def run(*, rounds: int = 3, quick: bool = False, before: str | None = None,
-        log: IO[str] = sys.stderr) -> dict[str, Any]:
+        stack: bool = False, log: IO[str] = sys.stderr) -> dict[str, Any]:
     """Every scenario on every side, interleaved over ``rounds``; the raw rows and why the
     Mastra side is missing (``skipped``), if it is."""
     scenarios = QUICK if quick else SCENARIOS
@@ -210,7 +218,7 @@ def run(*, rounds: int = 3, quick: bool = False, before: str | None = None,
         for deltas in sorted({s.deltas for s in scenarios}):
             group = [s for s in scenarios if s.deltas == deltas]
             sides = _sides(deltas, None if skipped else prepared,  # type: ignore[arg-type]
-                           before, scratch, workers=deltas == 3)
+                           before, scratch, workers=deltas == 3, stack=stack and deltas == 3)
             _start(sides, scratch)
             try:
                 for side in sides:  # untimed warm-up
@@ -301,6 +309,25 @@ def format_table(result: dict[str, Any]) -> str:
                       *lines, note])
 
 
+def _serve_role(http: str, port: int) -> None:
+    """One server as ``python -m streamkit serve`` runs it, on the protocol ``http`` and
+    asyncio's loop (the ``sk-h11`` side)."""
+    import asyncio
+
+    import uvicorn
+
+    from streamkit.serve import create_app, uvicorn_config
+    from streamkit.serve._cli import _bind
+    from streamkit.serve._connections import SERVER_PROTOCOLS
+
+    from .serve_agent import agent
+
+    sock = _bind("127.0.0.1", port)
+    config = uvicorn_config(create_app(agent), log_level="warning", lifespan="off",
+                            http=SERVER_PROTOCOLS[http], loop="asyncio")
+    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.serve_vs_mastra",
                                      description=__doc__.split("\n\n")[0])
@@ -308,9 +335,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a tenth of the requests")
     parser.add_argument("--before-python", metavar="PY",
                         help="also serve with another environment's streamkit (e.g. main's)")
+    parser.add_argument("--stack", action="store_true",
+                        help="also the sk-h11 side (h11 on asyncio's loop): the stack choice")
     parser.add_argument("--json", metavar="PATH", help="also write the raw rows as JSON")
+    parser.add_argument("--role", choices=["server"], help=argparse.SUPPRESS)
+    parser.add_argument("--http", default="h11", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    result = run(rounds=args.rounds, quick=args.quick, before=args.before_python)
+    if args.role == "server":
+        _serve_role(args.http, args.port)
+        return 0
+    result = run(rounds=args.rounds, quick=args.quick, before=args.before_python,
+                 stack=args.stack)
     print(format_table(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))
