@@ -2,9 +2,15 @@
 keep-alive idle time, and a bound on open connections. ``uvicorn_config`` builds the uvicorn
 configuration that applies them (``python -m streamkit serve`` uses it).
 
-What belongs here: ``GuardedH11Protocol`` (uvicorn's h11 protocol with the deadlines a
-connection needs and uvicorn lacks) and ``uvicorn_config``. What does not: the limits one request
-is held to inside the app (``_limits.RequestLimits``: body size, body deadline, JSON shape).
+What belongs here: ``GuardedHttpToolsProtocol`` (the default) and ``GuardedH11Protocol``
+(uvicorn's httptools and h11 protocols with the deadlines a connection needs and uvicorn lacks,
+and ``TCP_NODELAY``), and ``uvicorn_config``. What does not: the limits one request is held to
+inside the app (``_limits.RequestLimits``: body size, body deadline, JSON shape).
+
+Decision (issue 28): httptools (llhttp, C) and uvloop are the default stack, measured against
+h11 and asyncio with everything else equal (benchmarks/README.md, "Serving beside Mastra's
+real server"): 1.4-2.1x the requests at about two thirds of the CPU per request. h11 stays
+available (``uvicorn_config(app, http="h11")``) and is held to the same tests.
 
 What uvicorn (0.55, h11) bounds by itself, and what it does not:
 
@@ -49,6 +55,7 @@ response (as nginx does on ``client_header_timeout``): there is no request to an
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import resource
 import socket
@@ -60,7 +67,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
-from ..errors import InvalidType
+from ..errors import InvalidArgument, InvalidType
 from ._limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["GuardedH11Protocol", "GuardedHttpToolsProtocol", "GuardedConfig", "uvicorn_config",
@@ -104,7 +111,8 @@ def set_nodelay(transport: asyncio.BaseTransport) -> None:
     sock = transport.get_extra_info("socket")
     if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6) \
             and sock.type == socket.SOCK_STREAM:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with contextlib.suppress(OSError):  # reset before we got to it: nothing to tune
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 class _Table:
@@ -128,7 +136,12 @@ class GuardedConfig(uvicorn.Config):
     """A uvicorn ``Config`` carrying streamkit's ``Limits`` for the guarded protocols."""
 
     def __init__(self, app: Any, *, limits: Limits = DEFAULT_LIMITS, **options: Any) -> None:
-        options.setdefault("http", GuardedHttpToolsProtocol)
+        http = options.setdefault("http", GuardedHttpToolsProtocol)
+        if isinstance(http, str):  # "h11" / "httptools": the guarded protocol of that name
+            if http not in SERVER_PROTOCOLS:
+                raise InvalidArgument(f"http must be one of {sorted(SERVER_PROTOCOLS)} (the "
+                                      f"protocols that carry streamkit's limits), got {http!r}")
+            options["http"] = SERVER_PROTOCOLS[http]
         options.setdefault("loop", "uvloop" if _has("uvloop") else "asyncio")
         options.setdefault("timeout_keep_alive", limits.keep_alive_timeout)
         options.setdefault("h11_max_incomplete_event_size", limits.max_header_bytes)

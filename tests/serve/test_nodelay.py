@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import uvicorn
 
+from streamkit.errors import InvalidArgument
 from streamkit.serve import create_app, uvicorn_config
 from streamkit.serve._cli import _bind
 from streamkit.serve._connections import SERVER_PROTOCOLS, GuardedConfig
@@ -65,8 +66,15 @@ async def _server_nodelay(config: GuardedConfig, sock: socket.socket) -> list[in
 
 
 def _config(http: str, **options: Any) -> GuardedConfig:
-    return uvicorn_config(create_app([echo_agent()]), log_level="warning", lifespan="off",
-                          timeout_graceful_shutdown=2, http=SERVER_PROTOCOLS[http], **options)
+    config = uvicorn_config(create_app([echo_agent()]), log_level="warning", lifespan="off",
+                            timeout_graceful_shutdown=2, http=http, **options)
+    assert config.http is SERVER_PROTOCOLS[http]  # the name picks the guarded protocol
+    return config
+
+
+def test_uvicorn_config_refuses_a_protocol_without_the_limits() -> None:
+    with pytest.raises(InvalidArgument, match=r"http must be one of \['h11', 'httptools'\]"):
+        uvicorn_config(create_app([echo_agent()]), http="auto")
 
 
 @pytest.mark.parametrize("http", sorted(SERVER_PROTOCOLS))
