@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import importlib.util
 import os
 import re
 import select
@@ -29,6 +30,7 @@ import signal
 import socket
 import sys
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
@@ -99,11 +101,11 @@ def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     """uvloop's loop when it is installed (the ``serve`` extra installs it where it exists:
     not on Windows), else asyncio's (``None``). uvloop's transports write and read with less
     Python per call (measured in benchmarks/README.md, "Serving")."""
-    try:
-        import uvloop
-    except ImportError:
+    if importlib.util.find_spec("uvloop") is None:
         return None
-    return uvloop.new_event_loop
+    factory: Callable[[], asyncio.AbstractEventLoop] = \
+        importlib.import_module("uvloop").new_event_loop
+    return factory
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -194,7 +196,6 @@ def _serve_workers(workers: int, make_server: Callable[[Callable[[], None]], _Se
                 _run(make_server(started), sock)
                 close()
             except BaseException:  # noqa: BLE001 - reported, then this process ends
-                import traceback
                 traceback.print_exc()
                 status = 1
             finally:
