@@ -10,6 +10,7 @@ Usage::
     python -m benchmarks --serve              # also the serving load test (benchmarks.serve_load)
     python -m benchmarks --only serve --serve # the serving load test alone
     python -m benchmarks --vs-mastra          # Mastra's own bench.mjs beside streamkit's mirror
+    python -m benchmarks --only serve --serve --vs-mastra   # serving beside Mastra's real server
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from . import mastra, serve_load
+from . import mastra, serve_load, serve_vs_mastra
 from .harness import Result, run_groups
 from .report import (
     check_targets,
@@ -73,6 +74,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--serve", action="store_true",
                         help="also run the serving load test: 200 SSE streams x 1,000 chunks "
                              "through the app on uvicorn, beside the same without HTTP (~15 s)")
+    parser.add_argument("--before-python", metavar="PY",
+                        help="with --serve --vs-mastra: also serve with another environment's "
+                             "streamkit (e.g. main's venv) for before/after ratios")
     parser.add_argument("--compare", nargs=2, metavar=("A", "B"),
                         help="compare two --json files instead of running")
     parser.add_argument("--vs-mastra", action="store_true",
@@ -121,6 +125,11 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None,
         streams, chunks = (200, 1000) if mode == "full" else (20, 100)
         serve_rows = serve_load.run(streams, chunks)
         print(serve_load.format_table(serve_rows) + "\n", file=out)
+        if args.vs_mastra:  # the serving rows beside Mastra's real server (issue 28)
+            served = serve_vs_mastra.run(rounds=1 if mode != "full" else 3,
+                                         quick=mode != "full", before=args.before_python,
+                                         stack=True, log=stderr or sys.stderr)
+            print(serve_vs_mastra.format_table(served) + "\n", file=out)
         if args.only == ["serve"]:
             return 0
     only = args.only

@@ -10,8 +10,12 @@ Usage::
 Both sides run in a fresh subprocess of their own, so each one's peak RSS (``VmHWM``) is its own:
 
 * **HTTP**: a server process (the app on uvicorn, one worker) and this process as the client:
-  N raw-socket requests to ``POST /api/agents/load/stream`` opened at once, each read to
-  ``data: [DONE]``, the text-delta events counted (a stream that lost one fails the run).
+  N keep-alive connections (as browsers and SDK clients keep them), each warmed up by one
+  request, then one request on each at once to ``POST /api/agents/load/stream``, each read to
+  its last chunk, the text-delta events counted (a stream that lost one fails the run).
+Both the server and the in-process side run on the loop ``python -m streamkit serve`` uses
+(uvloop when installed).
+
 * **in-process**: a process that runs the same N ``agent.stream()`` calls concurrently and frames
   every chunk as the server does (``sse_frame``), without HTTP; the consumer yields to the loop
   after each chunk (as a server's ``send`` does), so the N runs are alive at once.
@@ -28,23 +32,25 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import uvicorn
 
 from streamkit import Agent
-from streamkit.serve import create_app
+from streamkit.serve import create_app, uvicorn_config
+from streamkit.serve._cli import _bind, event_loop_factory
 from streamkit.serve._mastra import sse_frame
 from streamkit.testing import FunctionModel, text
 
 __all__ = ["run", "main", "format_table"]
 
+T = TypeVar("T")
 TIMEOUT = 300.0  # the longest a run may take before it is abandoned
 MARKER = b'"type":"text-delta"'
 
@@ -53,6 +59,13 @@ def bench_agent(chunks: int) -> Agent:
     words = "word" + " word" * (chunks - 1)  # exactly `chunks` one-word deltas
     return Agent(id="load", model=FunctionModel(lambda request: text(words),
                                                 model_id="load-model"))
+
+
+def _loop_run(main: Coroutine[Any, Any, T]) -> T:
+    """Run ``main`` on the event loop ``python -m streamkit serve`` uses (uvloop when
+    installed): the server and the in-process side run on the same loop."""
+    with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+        return runner.run(main)
 
 
 def _rss_kib(pid: int | str = "self") -> dict[str, int]:
@@ -73,51 +86,83 @@ def _quantile(values: list[float], q: float) -> float:
 
 
 def _serve(chunks: int, port_file: str) -> None:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock = _bind("127.0.0.1", 0)  # as ``python -m streamkit serve`` binds it
     app = create_app(bench_agent(chunks))
-    config = uvicorn.Config(app, log_level="warning", lifespan="off", backlog=4096)
+    config = uvicorn_config(app, log_level="warning", lifespan="off")
     Path(port_file).write_text(str(sock.getsockname()[1]))
-    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+    _loop_run(uvicorn.Server(config).serve(sockets=[sock]))
 
 
 # --------------------------------------------------------------------------- HTTP client
 
 
-async def _one_stream(port: int, chunks: int) -> float:
-    """One request read to its end; seconds from sending it to the first event."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    body = json.dumps({"messages": "go"}).encode()
-    writer.write(b"POST /api/agents/load/stream HTTP/1.1\r\nhost: 127.0.0.1\r\n"
-                 b"content-type: application/json\r\nconnection: close\r\n"
-                 b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
-    sent = time.perf_counter()
-    first: float | None = None
-    count, tail = 0, b""
-    try:
+class _Connection:
+    """One keep-alive HTTP/1.1 connection, as browsers and SDK clients keep them: requests go
+    one after another on it, each response read to its last chunk (``0\r\n\r\n``)."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    @classmethod
+    async def open(cls, port: int) -> _Connection:
+        return cls(*await asyncio.open_connection("127.0.0.1", port))
+
+    async def stream(self, chunks: int, port: int | None = None) -> float:
+        """One request read to its end; seconds from sending it to the first event. A
+        connection the server closed while idle (its keep-alive timeout) is reopened once
+        first, as browsers and SDK clients do (``port`` given)."""
+        if port is not None and self.reader.at_eof():
+            self.close()
+            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", port)
+        body = json.dumps({"messages": "go"}).encode()
+        self.writer.write(b"POST /api/agents/load/stream HTTP/1.1\r\nhost: 127.0.0.1\r\n"
+                          b"content-type: application/json\r\n"
+                          b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        sent = time.perf_counter()
+        first: float | None = None
+        count, tail = 0, b""
         while True:
-            data = await reader.read(65536)
+            data = await self.reader.read(65536)
             if not data:
-                break
+                raise RuntimeError("the server closed a keep-alive connection mid-response")
             if first is None and b"data: " in data:
                 first = time.perf_counter() - sent
             joined = tail + data
             count += joined.count(MARKER) - tail.count(MARKER)
-            tail = joined[-len(MARKER) + 1:]
+            tail = joined[-64:]
+            if tail.endswith(b"\r\n0\r\n\r\n"):  # the chunked body's last chunk
+                break
+        if count != chunks or first is None:
+            raise RuntimeError(f"a stream delivered {count} of {chunks} text deltas")
+        return first
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+async def _one_stream(port: int, chunks: int) -> float:
+    """One request on a connection of its own."""
+    conn = await _Connection.open(port)
+    try:
+        return await conn.stream(chunks)
     finally:
-        writer.close()
-    if count != chunks or first is None:
-        raise RuntimeError(f"a stream delivered {count} of {chunks} text deltas")
-    return first
+        conn.close()
 
 
 async def _http_load(port: int, streams: int, chunks: int) -> tuple[float, list[float]]:
-    await _one_stream(port, chunks)  # warm-up: imports, compiled chains
-    started = time.perf_counter()
-    firsts = await asyncio.wait_for(
-        asyncio.gather(*(_one_stream(port, chunks) for _ in range(streams))), TIMEOUT)
-    return time.perf_counter() - started, list(firsts)
+    """``streams`` keep-alive connections, each warmed up by one request, then one timed
+    request on each at once (the timed requests reuse their connections)."""
+    conns = [await _Connection.open(port) for _ in range(streams)]
+    try:
+        await asyncio.wait_for(asyncio.gather(*(c.stream(chunks) for c in conns)), TIMEOUT)
+        await asyncio.sleep(0.1)  # lets an EOF of a connection closed while idle arrive
+        started = time.perf_counter()
+        firsts = await asyncio.wait_for(
+            asyncio.gather(*(c.stream(chunks, port) for c in conns)), TIMEOUT)
+        return time.perf_counter() - started, list(firsts)
+    finally:
+        for conn in conns:
+            conn.close()
 
 
 def _http_side(streams: int, chunks: int, tmp: Path) -> dict[str, Any]:
@@ -187,9 +232,9 @@ async def _inproc_load(streams: int, chunks: int) -> tuple[float, list[float]]:
 
 
 def _inproc_role(streams: int, chunks: int) -> None:
-    asyncio.run(_inproc_load(1, chunks))
+    _loop_run(_inproc_load(1, chunks))
     before = _rss_kib()["VmRSS"]
-    wall, firsts = asyncio.run(_inproc_load(streams, chunks))
+    wall, firsts = _loop_run(_inproc_load(streams, chunks))
     peak = _rss_kib()["VmHWM"]
     print(json.dumps(_row("in-process (no HTTP)", streams, chunks, wall, firsts, before, peak)))
 

@@ -40,6 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=8000, help="0 picks a free port")
     serve.add_argument("--memory", default="streamkit-demo.sqlite3", metavar="PATH",
                        help="the demo agent's SQLite memory (default: %(default)s)")
+    serve.add_argument("--workers", type=int, default=1, metavar="N",
+                       help="processes serving the port (default 1); their memory must be "
+                            "shared: PostgreSQL, Redis or a SQLite file")
     serve.add_argument("--heartbeat", type=float, default=15.0, metavar="SECONDS",
                        help="seconds of silence before a stream sends a heartbeat comment")
     serve.add_argument("--resource-header", metavar="NAME",
@@ -114,7 +117,8 @@ def _serve(args: argparse.Namespace) -> int:
         limits = Limits(**{name: value for name, value in given.items() if value is not None})
         return serve(args.targets, demo=args.demo, host=args.host, port=args.port,
                      memory_path=args.memory, heartbeat=args.heartbeat,
-                     resource_header=args.resource_header, limits=limits)
+                     resource_header=args.resource_header, limits=limits,
+                     workers=args.workers)
     except StreamkitError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

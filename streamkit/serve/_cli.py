@@ -14,16 +14,23 @@ A TARGET names an ``Agent``, a list or tuple of agents, or a dict of them. ``--d
 demo support agent (id ``support``) with memory in SQLite (``--memory PATH``, default
 ``streamkit-demo.sqlite3`` in the working directory; ``:memory:`` keeps nothing).
 ``--resource-header NAME`` takes each request's resource from that header (``docs/serving.md``,
-"Trust boundary").
+"Trust boundary"). ``--workers N`` serves from N forked processes sharing the socket (``serve``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
+import importlib.util
+import os
 import re
+import select
+import signal
 import socket
 import sys
+import time
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
@@ -90,9 +97,24 @@ def _header_resource(name: str) -> Callable[[Request], str | None]:
     return resource
 
 
+def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's loop when it is installed (the ``serve`` extra installs it where it exists:
+    not on Windows), else asyncio's (``None``). uvloop's transports write and read with less
+    Python per call (measured in benchmarks/README.md, "Serving")."""
+    if importlib.util.find_spec("uvloop") is None:
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = \
+        importlib.import_module("uvloop").new_event_loop
+    return factory
+
+
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on accepted connections only for a socket
+    # whose protocol is IPPROTO_TCP; with Nagle's algorithm on, each response on a reused
+    # keep-alive connection waited ~40 ms for the client's delayed ACK (issue 28). The
+    # protocol sets it per connection as well (``_connections``), for sockets bound elsewhere.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
@@ -107,12 +129,11 @@ _KERNEL_BACKLOG = 2048
 
 
 class _Server(uvicorn.Server):
-    """uvicorn's server, announcing itself once it accepts connections."""
+    """uvicorn's server, calling ``ready`` once it accepts connections."""
 
-    def __init__(self, config: uvicorn.Config, announce: str, out: TextIO) -> None:
+    def __init__(self, config: uvicorn.Config, ready: Callable[[], None]) -> None:
         super().__init__(config)
-        self._announce = announce
-        self._out = out
+        self._ready = ready
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
@@ -122,14 +143,121 @@ class _Server(uvicorn.Server):
             # waiting connections hold no descriptor of ours.
             sock.listen(_KERNEL_BACKLOG)
         if self.started:
-            self._out.write(self._announce)
-            self._out.flush()
+            self._ready()
+
+
+def _writer(out: TextIO, line: str) -> Callable[[], None]:
+    def announce() -> None:
+        out.write(line)
+        out.flush()
+    return announce
+
+
+def _in_memory_stores(agents: Sequence[Agent], memory: Memory | None) -> list[str]:
+    """Where the served memories keep their data in this process alone (SQLite ``:memory:``):
+    the agents' ids, or ``--demo``."""
+    def private(mem: Memory | None) -> bool:
+        store = getattr(mem, "store", None)
+        return isinstance(store, SQLiteStore) and store.path in ("", ":memory:")
+
+    found = [agent.id for agent in agents if private(agent.memory)]
+    return found if found or not private(memory) else ["--memory :memory:"]
+
+
+def _run(server: _Server, sock: socket.socket) -> None:
+    with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+        runner.run(server.serve(sockets=[sock]))
+
+
+#: Longest wait for the workers to accept connections, and for them to stop.
+WORKER_START_TIMEOUT = 60.0
+WORKER_STOP_TIMEOUT = 10.0
+
+
+def _serve_workers(workers: int, make_server: Callable[[Callable[[], None]], _Server],
+                   sock: socket.socket, announce: Callable[[], None],
+                   close: Callable[[], None]) -> int:
+    """Fork ``workers`` processes serving ``sock`` (the kernel hands each connection to one of
+    them; each ``close``s what it opened when it stops); announce once every one accepts; on
+    SIGINT/SIGTERM stop them all (bounded). A worker that exits on its own stops the others:
+    the exit status is 1."""
+    read_fd, write_fd = os.pipe()
+    pids: list[int] = []
+    for _ in range(workers):
+        pid = os.fork()
+        if pid == 0:  # the worker
+            os.close(read_fd)
+            status = 0
+            try:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops us (SIGTERM)
+                def started() -> None:
+                    os.write(write_fd, b"r")
+
+                _run(make_server(started), sock)
+                close()
+            except BaseException:  # noqa: BLE001 - reported, then this process ends
+                traceback.print_exc()
+                status = 1
+            finally:
+                os._exit(status)
+        pids.append(pid)
+    os.close(write_fd)
+    status = 0
+    stopping = False
+
+    def stop(signum: int, frame: Any) -> None:
+        nonlocal stopping
+        stopping = True
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        ready, deadline = 0, time.monotonic() + WORKER_START_TIMEOUT
+        while ready < workers and not stopping and time.monotonic() < deadline:
+            if select.select([read_fd], [], [], 0.2)[0]:
+                got = os.read(read_fd, workers)
+                if not got:
+                    break  # every worker is gone
+                ready += len(got)
+        if ready < workers:
+            if not stopping:
+                sys.stderr.write(f"streamkit serve: {ready} of {workers} workers started\n")
+                status = 1
+        else:
+            announce()
+        while not stopping and status == 0:
+            pid, code = os.waitpid(-1, os.WNOHANG)
+            if pid:
+                pids.remove(pid)
+                sys.stderr.write(f"streamkit serve: worker {pid} exited ({code}); stopping\n")
+                status = 1
+            else:
+                time.sleep(0.2)  # polling the workers; a signal sets ``stopping``
+    finally:
+        os.close(read_fd)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + WORKER_STOP_TIMEOUT
+        while pids and time.monotonic() < deadline:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+            if pid in pids:
+                pids.remove(pid)
+            elif not pid:
+                time.sleep(0.05)
+        for pid in pids:  # past the bound: killed
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return status
 
 
 def serve(targets: Sequence[str], *, demo: bool = False, host: str = "127.0.0.1",
           port: int = 8000, memory_path: str = "streamkit-demo.sqlite3",
           heartbeat: float = 15.0, limits: Limits | None = None,
-          out: TextIO = sys.stdout, resource_header: str | None = None) -> int:
+          out: TextIO = sys.stdout, resource_header: str | None = None,
+          workers: int = 1) -> int:
     """Serve the agents of ``targets`` (and the demo agent with ``demo``) until interrupted.
 
     Prints ``streamkit serve: http://HOST:PORT (agents: ...)`` once accepting connections
@@ -139,10 +267,24 @@ def serve(targets: Sequence[str], *, demo: bool = False, host: str = "127.0.0.1"
     when a proxy that authenticates callers sets that header, never when clients reach the
     server directly.
 
+    ``workers`` > 1 forks that many processes after the agents are loaded, all accepting on
+    the one socket (POSIX only). Each has its own connections to the memory's store, so the
+    store must be one they share: PostgreSQL, Redis, or a SQLite *file* (WAL mode; writes
+    wait ``busy_timeout`` for each other). A SQLite ``:memory:`` store would be a different,
+    empty memory in each worker: refused. Stores must connect on first use, not when built
+    (streamkit's do), so no connection is shared across the fork. Limits apply per worker
+    (``max_connections`` is per process).
+
     Raises:
         UsageError: no target and no ``demo``, a bad target, a port that cannot be bound, a
-            ``resource_header`` that is not a header name.
+            ``resource_header`` that is not a header name, ``workers`` < 1, or several workers
+            over a ``:memory:`` store (or on a system without ``fork``).
     """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InvalidArgument(f"workers must be an int >= 1, got {workers!r}")
+    if workers > 1 and not hasattr(os, "fork"):
+        raise InvalidArgument("--workers above 1 needs fork() (Linux, macOS); run one "
+                              "process per port behind a proxy instead")
     resource = None if resource_header is None else _header_resource(resource_header)
     agents = [agent for target in targets for agent in load_target(target)]
     memory: Memory | None = None
@@ -151,6 +293,13 @@ def serve(targets: Sequence[str], *, demo: bool = False, host: str = "127.0.0.1"
         agents.append(build_serve_agent(memory))
     if not agents:
         raise InvalidArgument("nothing to serve: give module:attribute targets or --demo")
+    private = _in_memory_stores(agents, memory) if workers > 1 else []
+    if private:
+        raise InvalidArgument(
+            f"--workers {workers} with a SQLite ':memory:' store ({', '.join(private)}): "
+            f"each worker would have its own empty memory, so a thread made on one would be "
+            f"missing on the others; give a SQLite file (--memory PATH), PostgreSQL or Redis, "
+            f"or serve with one worker")
     app = create_app(agents, memory=memory, heartbeat=heartbeat, resource=resource,
                      limits=limits)
     sock = _bind(host, port)
@@ -158,10 +307,18 @@ def serve(targets: Sequence[str], *, demo: bool = False, host: str = "127.0.0.1"
     shown = f"[{host}]" if ":" in host else host
     config = uvicorn_config(app, log_level="warning", lifespan="off",
                             timeout_graceful_shutdown=5)
-    server = _Server(config, f"streamkit serve: http://{shown}:{bound} (agents: "
-                             f"{', '.join(a.id for a in agents)})\n", out)
+    served = f" (agents: {', '.join(a.id for a in agents)}" + \
+        (f"; {workers} workers)" if workers > 1 else ")")
+    announce = _writer(out, f"streamkit serve: http://{shown}:{bound}{served}\n")
     try:
-        asyncio.run(server.serve(sockets=[sock]))
+        if workers > 1:
+            def close() -> None:
+                if memory is not None:
+                    asyncio.run(memory.close())
+
+            return _serve_workers(workers, lambda ready: _Server(config, ready), sock,
+                                  announce, close)
+        _run(_Server(config, announce), sock)
     except KeyboardInterrupt:
         pass
     finally:

@@ -20,16 +20,16 @@ Why a producer task and a bounded buffer:
 * One task runs the whole agent stream, so context variables set inside the run (tracing
   spans) stay in one context from start to end.
 
-Frames already waiting are sent together in one ``send`` (fewer writes under load).
+Frames already waiting are sent together in one ``send`` (fewer writes under load); a wait
+for the next frame is one future, woken by the producer, the heartbeat's timer or the
+disconnect listener (no ``asyncio.wait`` per batch).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import deque
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
 
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -48,11 +48,13 @@ SSE_HEADERS = {
     "x-accel-buffering": "no",
 }
 
-_END = object()
 #: Longest wait for a cancelled run to finish closing (its model stream, its tools).
 CLOSE_TIMEOUT = 10.0
-#: Most bytes joined into one ``send``.
-_BATCH_BYTES = 64 * 1024
+
+
+def _wake(future: asyncio.Future[None] | None) -> None:
+    if future is not None and not future.done():
+        future.set_result(None)
 
 
 class EventStream:
@@ -67,51 +69,44 @@ class EventStream:
     producer raised before it (so a route can still answer with a JSON error: nothing has been
     sent yet). Then ``SSEResponse`` sends the rest.
 
-    The buffer is a ``deque`` and two futures, not an ``asyncio.Queue``: the producer appends
-    without awaiting until the buffer is full, the consumer takes everything waiting at once;
-    a queue's ``put``/``get`` per frame cost more than framing the chunk (measured under the
-    load test).
+    The buffer is a list and two futures, not an ``asyncio.Queue``: the producer appends
+    without awaiting until the buffer is full, the consumer takes everything waiting at once
+    (one copy and one ``send`` per batch, nothing per frame); a queue's ``put``/``get`` per
+    frame cost more than framing the chunk (measured under the load test). The end and a
+    failure are flags beside the buffer, not items in it.
     """
 
     def __init__(self, frames: AsyncIterator[bytes], *, queue_size: int = 32) -> None:
         self._frames = frames
         self._size = queue_size
-        self._buffer: deque[Any] = deque()
+        self._buffer: list[bytes] = []
+        self._ended = False
+        self._error: Exception | None = None
         self._room: asyncio.Future[None] | None = None  # the producer waits on it when full
         self._arrived: asyncio.Future[None] | None = None  # the consumer waits on it when empty
         self._task: asyncio.Task[None] | None = None
-
-    def _push(self, item: Any) -> None:
-        self._buffer.append(item)
-        arrived = self._arrived
-        if arrived is not None and not arrived.done():
-            arrived.set_result(None)
 
     async def _produce(self) -> None:
         buffer, size = self._buffer, self._size
         loop = asyncio.get_running_loop()
         try:
             async for frame in self._frames:
-                self._push(frame)
+                buffer.append(frame)
+                if self._arrived is not None:
+                    _wake(self._arrived)
                 if len(buffer) >= size:
                     self._room = loop.create_future()
                     await self._room
-            self._push(_END)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - handed to the consumer, raised there
-            self._push(exc)
+            self._error = exc
         finally:
+            self._ended = True
+            _wake(self._arrived)
             closer = getattr(self._frames, "aclose", None)
             if closer is not None:
                 await closer()
-
-    def _take(self) -> Any:
-        item = self._buffer.popleft()
-        room = self._room
-        if room is not None and not room.done() and len(self._buffer) < self._size:
-            room.set_result(None)
-        return item
 
     async def first(self) -> bytes:
         """Start producing; the first frame.
@@ -121,59 +116,68 @@ class EventStream:
         """
         self._task = asyncio.create_task(self._produce())
         try:
-            if not self._buffer:
+            if not self._buffer and not self._ended:
                 self._arrived = asyncio.get_running_loop().create_future()
                 await self._arrived
+                self._arrived = None
         except BaseException:
             await self.cancel()
             raise
-        item = self._take()
-        if isinstance(item, Exception):
+        if self._buffer:
+            frame = self._buffer.pop(0)
+            _wake(self._room)
+            return frame
+        if self._error is not None:
+            error, self._error = self._error, None
             await self.cancel()
-            raise item
-        if item is _END:
-            self._buffer.appendleft(_END)
-            return b""
-        frame: bytes = item
-        return frame
+            raise error
+        return b""
 
     def ready(self) -> list[bytes] | None:
-        """Frames waiting now (up to ``_BATCH_BYTES``), ``[]`` when none, ``None`` at the end.
+        """Every frame waiting now, ``[]`` when none, ``None`` at the end.
 
         Raises:
             Exception: what the frames raised after the first frame (the frame iterators turn
                 run errors into an in-band error event first, so this is a bug: it is raised
                 for the server to log, and the response is cut short).
         """
-        out: list[bytes] = []
-        size = 0
         buffer = self._buffer
-        while buffer and size < _BATCH_BYTES:
-            item = buffer[0]
-            if item is _END or isinstance(item, Exception):
-                if out:
-                    break  # sent first; the end is seen by the next call
-                buffer.popleft()
-                if isinstance(item, Exception):
-                    raise item
-                buffer.appendleft(_END)  # the end stays the end
-                return None
-            out.append(self._take())
-            size += len(item)
-        return out
+        if buffer:
+            out = buffer[:]
+            buffer.clear()
+            _wake(self._room)
+            return out
+        if not self._ended:
+            return []
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        return None
 
-    async def wait(self, timeout: float, disconnected: asyncio.Future[None]) -> bool:
-        """Wait until a frame is ready (``True``), ``timeout`` passes, or the client is gone
-        (``False`` for both)."""
-        if self._buffer:
+    async def wait(self, timeout: float) -> bool:
+        """Wait until a frame or the end is ready (``True``), ``timeout`` passes or ``wake()``
+        is called (``False`` for both, unless a frame arrived meanwhile)."""
+        if self._buffer or self._ended:
             return True
-        arrived = self._arrived = asyncio.get_running_loop().create_future()
-        await asyncio.wait({arrived, disconnected}, timeout=timeout,
-                           return_when=asyncio.FIRST_COMPLETED)
-        self._arrived = None
-        if not arrived.done():
-            arrived.cancel()
-        return bool(self._buffer)
+        loop = asyncio.get_running_loop()
+        arrived = self._arrived = loop.create_future()
+        timer = loop.call_later(timeout, _wake, arrived)
+        try:
+            await arrived
+        finally:
+            timer.cancel()
+            self._arrived = None
+        return bool(self._buffer) or self._ended
+
+    @property
+    def finished(self) -> bool:
+        """Ended, nothing left to take and nothing to raise: the next ``ready()`` is
+        ``None``."""
+        return self._ended and not self._buffer and self._error is None
+
+    def wake(self) -> None:
+        """End a ``wait()`` now (the client has gone)."""
+        _wake(self._arrived)
 
     async def cancel(self) -> None:
         """Stop the producer (and with it the run); waits, bounded, until it has closed."""
@@ -207,36 +211,48 @@ class SSEResponse(Response):
         self._heartbeat = heartbeat
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        loop = asyncio.get_running_loop()
-        disconnected: asyncio.Future[None] = loop.create_future()
+        events = self._events
+        disconnected = False
 
         async def listen() -> None:
+            nonlocal disconnected
             while True:
                 message = await receive()
                 if message["type"] == "http.disconnect":
-                    if not disconnected.done():
-                        disconnected.set_result(None)
+                    disconnected = True
+                    events.wake()
                     return
 
         listener = asyncio.create_task(listen())
-        events = self._events
         try:
             await send({"type": "http.response.start", "status": self.status_code,
                         "headers": self.raw_headers})
-            if self._first:
-                await send({"type": "http.response.body", "body": self._first,
-                            "more_body": True})
-            while not disconnected.done():
+            # The first frame goes out with whatever followed it by now, and the last batch
+            # with the end of the body: a short stream is one write after the headers.
+            pending = self._first
+            while not disconnected:
                 batch = events.ready()
                 if batch is None:
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    await send({"type": "http.response.body", "body": pending,
+                                "more_body": False})
                     return
                 if batch:
-                    await send({"type": "http.response.body", "body": b"".join(batch),
-                                "more_body": True})
+                    if pending:
+                        batch.insert(0, pending)
+                        pending = b""
+                    end = events.finished
+                    await send({"type": "http.response.body",
+                                "body": batch[0] if len(batch) == 1 else b"".join(batch),
+                                "more_body": not end})
+                    if end:
+                        return
                     continue
-                if not await events.wait(self._heartbeat, disconnected) \
-                        and not disconnected.done():
+                if pending:
+                    await send({"type": "http.response.body", "body": pending,
+                                "more_body": True})
+                    pending = b""
+                    continue
+                if not await events.wait(self._heartbeat) and not disconnected:
                     await send({"type": "http.response.body", "body": HEARTBEAT,
                                 "more_body": True})
         except OSError:

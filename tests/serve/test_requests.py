@@ -83,8 +83,7 @@ async def test_an_error_before_the_first_frame_is_raised_by_first() -> None:
 async def test_an_error_after_the_first_frame_is_raised_by_ready_after_the_frames() -> None:
     events = EventStream(_frames([b"a", b"b", RuntimeError("a bug")]), queue_size=8)
     assert await events.first() == b"a"
-    never: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    assert await events.wait(5.0, never)
+    assert await events.wait(5.0)
     sent: list[bytes] = []
     with pytest.raises(RuntimeError, match="a bug"):
         while True:
@@ -92,7 +91,7 @@ async def test_an_error_after_the_first_frame_is_raised_by_ready_after_the_frame
             assert batch is not None
             sent += batch
             if not batch:
-                await events.wait(5.0, never)
+                await events.wait(5.0)
     assert sent == [b"b"]
     await events.cancel()
 
