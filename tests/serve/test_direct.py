@@ -27,7 +27,7 @@ STREAMS = [
 ]
 #: What differs between two runs of one request: ids and timestamps.
 _VARYING = re.compile(rb'"(?:runId|id|messageId|createdAt|timestamp|toolCallId)":"[^"]*"'
-                      rb'|"(?:createdAt|timestamp)":\d+')
+                      rb'|"(?:createdAt|timestamp|startedAt)":\d+')
 
 
 def _agent() -> Agent:
