@@ -1,34 +1,37 @@
-"""Where a replay runs: in this process, on every core (worker processes), or as Ray Data tasks.
+"""Where a replay runs: in this process, in worker processes on every core, or as a Ray Data job.
 
-What belongs here: ``replay`` (the Python API), the three executors — all of them run
-``_run.replay_batch`` over the same batches, so their counts are identical — and the progress
-bar. What does not: what one stream's replay measures (``_run``), sources (``_sources``).
+What belongs here: ``replay`` (the Python API), the choice of executor and the progress bar.
+What does not: what one stream's replay measures (``_run``), sources (``_sources``), the worker
+processes (``_isolate``), the Ray Data job (``_ray``). Every executor replays each stream with
+``_run.replay_rows``, so their counts are identical.
 
 Decisions:
 
-* The driver reads the sources and ships streams in batches (``batch_size`` streams, as JSON
-  bytes; decoding happens in the worker). Workers need no access to the files or the memory
-  store, which is what a Ray cluster without shared storage needs; the price is that the
-  driver holds the raw recordings while they are replayed.
+* Locally this process reads the sources and ships streams in batches (``batch_size``
+  streams) to ``_isolate.StreamWorker`` processes, one per core: a stream that kills its worker
+  (``os._exit``, the OOM killer) is retried once and then reported as a failed row naming it
+  (``WorkerDied``), and the replay goes on. ``processes=1`` replays in this process with the
+  pipeline object itself (nothing is pickled, nothing protects this process from a stream that
+  ends it).
+* On Ray (``ray=``) nothing of the corpus passes through this process: see ``_ray``.
 * Workers rebuild the pipeline once per process: a ``"module:attribute"`` string is imported
-  there (the module must be importable on the workers — on Ray, installed on the cluster or
-  shipped with the job's ``runtime_env``), an object is pickled.
+  there, an object is pickled.
 * Local processes are *spawned* (not forked): a fork would copy this process's event loop and
-  threads. ``processes=None`` uses every core; ``processes=1`` replays in this process, with
-  the pipeline object itself (nothing is pickled).
+  threads.
 * ``ray``: ``None`` (no Ray), ``True`` or ``"local"`` (a Ray instance already initialised in
   this process, else a local one started for this replay), or an address (``"auto"``,
-  ``"ray://head:10001"``, ``"head:6379"``). A Ray instance this function started is shut down
+  ``"ray://head:10001"``, ``"head:6380"``). A Ray instance this function started is shut down
   before it returns; one it found running is left running.
 * ``deadline`` (60 s by default, ``None``: off) bounds each stream, not the whole replay: a
   stream past it is reported as failed with the reason and the replay goes on (how a stream is
-  stopped: ``_deadline``).
+  stopped: ``_deadline``, and ``_isolate`` for one no signal reaches).
 * Worker processes never outlive the replay: when it ends early (an error, the caller stops
   iterating, ``SIGTERM`` to the command line, which turns it into ``SystemExit``), the workers
-  are terminated rather than left to finish their batches; and each worker exits by itself
+  are killed rather than left to finish their batches; and each worker exits by itself
   within half a second of its parent's death (a ``kill -9`` runs no cleanup in the parent).
 * Progress goes to stderr: ``replay: 1200/10000 streams 12% 850/s``, redrawn at most ten times
-  a second (``progress=False`` for none).
+  a second (``progress=False`` for none); a Ray replay draws none (the driver does not count
+  the corpus).
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from streamkit.errors import InvalidArgument, InvalidType, StreamkitError
 
 from ._deadline import DEFAULT_DEADLINE
 from ._isolate import process_rows
-from ._ray import ray_replay
+from ._ray import check_output, ray_replay
 from ._report import ProcessorReport, ReplayReport
 from ._run import load_pipeline, pipeline_payload, processor_ids, replay_rows
 from ._sources import RecordedStream, _run_async, read_streams
@@ -177,6 +180,8 @@ def replay(sources: Iterable[Any] | str, pipeline: Any, *, ray: Any = None,
     if ray is not None:
         report.mode = "ray"
         payload = pipeline_payload(pipeline)
+        if output is not None:
+            check_output(str(output))
         ray_module, ray_started = _ray_started(ray)
         try:
             ray_replay(ray_module, source_list, payload, list(report.processors), report,

@@ -46,11 +46,13 @@ Decisions:
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import pickletools
 import sys
 import sysconfig
+import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -69,7 +71,7 @@ from ._sources import (
     split_file,
 )
 
-__all__ = ["ray_replay", "RAY_RETRIES", "shipped_modules"]
+__all__ = ["ray_replay", "check_output", "RAY_RETRIES", "shipped_modules"]
 
 #: Restarts of a replay actor and retries of a Ray task (a node lost under the job).
 RAY_RETRIES = 2
@@ -180,6 +182,27 @@ def shipped_modules(payload: tuple[str, Any]) -> list[str]:
     return found
 
 
+def _runtime_env(modules: list[str]) -> dict[str, Any] | None:
+    """The replay actors' ``runtime_env``: ``modules`` uploaded to the cluster (a task-level
+    runtime_env takes URIs only; Ray's own upload, the one ``ray.init(runtime_env=)`` runs,
+    turns the local paths into ``gcs://`` URIs)."""
+    if not modules:
+        return None
+    try:
+        from ray._private.runtime_env.py_modules import (  # noqa: PLC0415
+            upload_py_modules_if_needed,
+        )
+    except ImportError as exc:
+        raise StreamkitError(
+            f"this Ray cannot ship the pipeline's modules {modules} with the replay ({exc}); "
+            f"pass ray.init(runtime_env={{'py_modules': [...]}}) yourself") from exc
+    with tempfile.TemporaryDirectory(prefix="streamkit-replay-") as scratch:
+        env: dict[str, Any] = upload_py_modules_if_needed(
+            {"py_modules": modules}, include_gitignore=True, scratch_dir=scratch,
+            logger=logging.getLogger("streamkit.replay"))
+    return env
+
+
 def _files(source: str | Path) -> tuple[Any, list[str], str, str, list[RecordedStream]]:
     """``(filesystem, paths, root, shown, failed)`` of a path or URI source."""
     import pyarrow.fs as pafs  # noqa: PLC0415 - pyarrow comes with the ray extra
@@ -206,7 +229,7 @@ def _files(source: str | Path) -> tuple[Any, list[str], str, str, list[RecordedS
     return fs, paths, root.rstrip("/"), text.rstrip("/"), []
 
 
-def _empty_output(output: str) -> None:
+def check_output(output: str) -> None:
     """Refuse an ``output`` that already holds files: the summary sums what is there."""
     import pyarrow.fs as pafs  # noqa: PLC0415 - pyarrow comes with the ray extra
 
@@ -238,8 +261,6 @@ def ray_replay(ray: Any, sources: list[Any], payload: tuple[str, Any],
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
     report.workers = cpus
     retries = {"max_retries": RAY_RETRIES}
-    if output is not None:
-        _empty_output(output)
 
     parts: list[Any] = []
     driver_side: list[RecordedStream] = []
@@ -269,7 +290,7 @@ def ray_replay(ray: Any, sources: list[Any], payload: tuple[str, Any],
         ReplayActor, fn_constructor_args=(payload, deadline, processor_ids),
         batch_size=batch_size, batch_format="pyarrow",
         compute=data.ActorPoolStrategy(size=cpus), num_cpus=1,
-        runtime_env={"py_modules": modules} if modules else None,
+        runtime_env=_runtime_env(modules),
         max_restarts=RAY_RETRIES, max_task_retries=RAY_RETRIES)
     try:
         if output is not None:

@@ -24,7 +24,13 @@ Decisions:
   processor's behaviour depends on how text is cut, a memory replay shows the word-cut case.
 * Stream ids are ``<path>#<n>`` (the n-th stream of the file, from 0) and
   ``<thread id>/<message id>``; results are reported under them, so reports are comparable
-  across runs.
+  across runs. They stay stable when a line is corrupt: a line that does not decode but whose
+  ``"type": "start"`` member is readable still begins a stream (which fails alone with a
+  ``ChunkDecodeError``) — read as part of the stream before, it would merge the two and shift
+  the ids of every later stream of the file.
+* A dangling symbolic link (or a loop of links) in a corpus is not skipped: it is a failed
+  stream ``<link>#0`` whose error says where it pointed (``corpus_files``).
+* URIs (``s3://``, ``gs://``...) are read by the workers of a Ray replay (``_ray``), not here.
 """
 
 from __future__ import annotations
@@ -210,6 +216,10 @@ def corpus_files(source: str | Path) -> tuple[list[Path], list[RecordedStream]]:
     Raises:
         InvalidArgument: ``source`` does not exist.
     """
+    if "://" in str(source):
+        raise InvalidArgument(f"replay source {str(source)!r} is a URI: URIs are read by the "
+                              f"workers of a Ray replay (replay(..., ray=...), --ray); "
+                              f"locally, give a path")
     path = Path(source)
     if path.is_dir():
         files, broken = [], []
