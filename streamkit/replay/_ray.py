@@ -53,6 +53,7 @@ import pickletools
 import sys
 import sysconfig
 import tempfile
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -254,14 +255,28 @@ def ray_replay(ray: Any, sources: list[Any], payload: tuple[str, Any],
     ``report`` (see the module docstring)."""
     import ray.data  # noqa: PLC0415 - optional and slow to import
 
-    pa = _arrow()
     data = ray.data
     context = data.DataContext.get_current()
     context.enable_progress_bars = False
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
     report.workers = cpus
-    retries = {"max_retries": RAY_RETRIES}
 
+    # Ray 2.60 deprecates ray_remote_args but has no named parameter for the retries yet: the
+    # bounded retries are worth its warning, which is not the caller's to act on.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+        _run_plan(data, sources, payload, processor_ids, report, batch_size=batch_size,
+                  deadline=deadline, output=output, output_format=output_format,
+                  on_stream=on_stream, cpus=cpus, exceptions=ray.exceptions)
+
+
+def _run_plan(data: Any, sources: list[Any], payload: tuple[str, Any],
+              processor_ids: list[str], report: ReplayReport, *, batch_size: int,
+              deadline: float | None, output: str | None, output_format: str,
+              on_stream: Callable[[dict[str, Any]], Any] | None, cpus: int,
+              exceptions: Any) -> None:
+    pa = _arrow()
+    retries = {"max_retries": RAY_RETRIES}
     parts: list[Any] = []
     driver_side: list[RecordedStream] = []
     for source in sources:
@@ -310,5 +325,5 @@ def ray_replay(ray: Any, sources: list[Any], payload: tuple[str, Any],
                                     num_cpus=0, **retries)
         for part in partials.iter_rows():
             report.merge(pickle.loads(part["partial"]))
-    except ray.exceptions.RayError as exc:
+    except exceptions.RayError as exc:
         raise StreamkitError(f"a Ray replay task failed: {exc}") from exc
