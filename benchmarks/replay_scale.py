@@ -146,7 +146,7 @@ def main() -> None:
                 corpus = Path(tmp) / f"c{n}"
                 chunks, size = make_corpus(corpus, n, args.chunks)
                 results = {mode: _run_one(mode, corpus, address)
-                           for mode in ("local", "ray-before", "ray-after")}
+                           for mode in ("local", "ray-after", "ray-before")}
                 counts = {json.dumps(r["counts"], sort_keys=True) for r in results.values()}
                 if len(counts) != 1:
                     raise RuntimeError(f"the rows disagree at {n} streams: {results}")
