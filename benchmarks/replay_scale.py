@@ -6,7 +6,8 @@ plan before issue 30 (point 4) beside the one after it, in one run.
 
 Each measurement runs in a fresh Python process (its peak RSS, ``ru_maxrss``, is the driver's
 peak memory: nothing else ran in it), connected to one local Ray instance started here first
-(so Ray's start is not part of any row). The rows:
+(so Ray's start is not part of any row), its workers at nice 0 like the local processes (Ray's
+default is 15). The rows:
 
 * **local (processes)**: ``replay(dir, ...)`` on every core — the driver reads the corpus.
 * **Ray, before**: the plan before the fix, kept here as the baseline — the driver reads every
@@ -137,6 +138,10 @@ def main() -> None:
     args = parser.parse_args()
     import ray
 
+    # Ray runs its workers at nice 15 by default: on a host shared with other work (this one
+    # is) they would get a fraction of a core while the local row's processes get a full share.
+    # At nice 0 the rows compete alike; both Ray plans run under the same setting.
+    os.environ.setdefault("RAY_worker_niceness", "0")
     ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, log_to_driver=False)
     address = ray.get_runtime_context().gcs_address
     rows = []

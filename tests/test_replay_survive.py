@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -262,3 +263,20 @@ class TestRayJob:
         pytest.importorskip("ray", reason="the ray extra is not installed")
         with pytest.raises(InvalidArgument, match="already exists and is not an empty"):
             replay([tmp_path / "rec"], [], ray=True, output=tmp_path / "old")
+
+    def test_the_command_line_writes_the_rows_on_the_workers(self, tmp_path: Path,
+                                                             ray_cluster: Any) -> None:
+        _, ids = corpus(tmp_path / "rec")
+        out = tmp_path / "rows"
+        address = ray_cluster.get_runtime_context().gcs_address
+        done = subprocess.run(
+            [sys.executable, "-m", "streamkit", "replay", str(tmp_path / "rec"), "--pipeline",
+             f"{HOSTILE}:EXIT", "--ray", address, "--output", str(out), "--no-progress",
+             "--batch-size", "2"], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+            capture_output=True, text=True, timeout=600)
+        assert done.returncode == 1, done.stderr  # 1: a stream failed (the poisoned one)
+        assert "5 streams" in done.stdout and "1 failed" in done.stdout
+        written = _read_rows(out, "json")
+        assert sorted(r["stream"] for r in written) == sorted(ids)
+        [failed] = [r for r in written if r["error"]]
+        assert failed["stream"] == ids[1] and failed["error"].startswith("WorkerDied")

@@ -251,10 +251,8 @@ def ray_replay(ray: Any, sources: list[Any], payload: tuple[str, Any],
                processor_ids: list[str], report: ReplayReport, *, batch_size: int,
                deadline: float | None, output: str | None, output_format: str,
                on_stream: Callable[[dict[str, Any]], Any] | None) -> None:
-    """Run the replay on the Ray instance ``ray`` (initialised) and add its rows to
-    ``report`` (see the module docstring)."""
-    import ray.data  # noqa: PLC0415 - optional and slow to import
-
+    """Run the replay on the Ray instance ``ray`` (initialised, ``ray.data`` imported) and add
+    its rows to ``report`` (see the module docstring)."""
     data = ray.data
     context = data.DataContext.get_current()
     context.enable_progress_bars = False
