@@ -178,19 +178,24 @@ def ray_cluster() -> Iterator[Any]:
         import ray
     except ImportError:
         pytest.skip("the ray extra is not installed (pip install 'streamkit[ray]')")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(env)
+    # No token authentication for this private test cluster: the token lives in a file every
+    # Ray started on this host rewrites, so a command line started later could read another's.
+    auth = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    saved = os.environ.pop("PYTHONPATH", None)
     try:
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     finally:
-        os.environ.clear()
-        os.environ.update(saved)
+        if saved is not None:
+            os.environ["PYTHONPATH"] = saved
     try:
         yield ray
     finally:
         ray.shutdown()
+        if auth is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = auth
 
 
 def _read_rows(out: Path, fmt: str) -> list[dict[str, Any]]:
