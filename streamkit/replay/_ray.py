@@ -262,9 +262,11 @@ def ray_replay(ray: Any, sources: list[Any], payload: tuple[str, Any],
     report.workers = cpus
 
     # Ray 2.60 deprecates ray_remote_args but has no named parameter for the retries yet: the
-    # bounded retries are worth its warning, which is not the caller's to act on.
+    # bounded retries are worth its warning, which is not the caller's to act on; nor is the
+    # note that a corpus of fewer files than CPUs cannot use every task or actor.
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+        warnings.filterwarnings("ignore", message="The (minimum|maximum) number of concurrent")
         _run_plan(data, sources, payload, processor_ids, report, batch_size=batch_size,
                   deadline=deadline, output=output, output_format=output_format,
                   on_stream=on_stream, cpus=cpus, exceptions=ray.exceptions)
