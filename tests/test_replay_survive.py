@@ -274,13 +274,14 @@ class TestRayJob:
 
     def test_the_command_line_writes_the_rows_on_the_workers(self, tmp_path: Path,
                                                              ray_cluster: Any) -> None:
+        # --output relative to the command's directory, not to a Ray worker's
         _, ids = corpus(tmp_path / "rec")
         out = tmp_path / "rows"
         address = ray_cluster.get_runtime_context().gcs_address
         done = subprocess.run(
             [sys.executable, "-m", "streamkit", "replay", str(tmp_path / "rec"), "--pipeline",
-             f"{HOSTILE}:EXIT", "--ray", address, "--output", str(out), "--no-progress",
-             "--batch-size", "2"], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+             f"{HOSTILE}:EXIT", "--ray", address, "--output", "rows", "--no-progress",
+             "--batch-size", "2"], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)},
             capture_output=True, text=True, timeout=600)
         assert done.returncode == 1, done.stderr  # 1: a stream failed (the poisoned one)
         assert "5 streams" in done.stdout and "1 failed" in done.stdout

@@ -67,7 +67,6 @@ from ._report import ReplayReport
 from ._run import COUNTS
 from ._sources import (
     SUFFIXES,
-    MemorySource,
     RecordedStream,
     corpus_files,
     read_streams,
@@ -292,10 +291,8 @@ def _run_plan(data: Any, sources: list[Any], payload: tuple[str, Any],
                 parts.append(files.map_batches(_split, fn_args=(root, shown),
                                                batch_format="pyarrow", batch_size=None,
                                                num_cpus=0, concurrency=cpus, **retries))
-        elif isinstance(source, (RecordedStream, MemorySource)):
+        else:  # MemorySource, RecordedStream (read_streams raises InvalidType for the rest)
             driver_side += read_streams([source])
-        else:
-            driver_side += read_streams([source])  # raises InvalidType
     if driver_side:
         parts.append(data.from_arrow(pa.Table.from_pylist(
             [{"stream": s.id, "chunks": list(s.chunks), "error": s.error}
@@ -310,6 +307,8 @@ def _run_plan(data: Any, sources: list[Any], payload: tuple[str, Any],
         compute=data.ActorPoolStrategy(size=cpus), num_cpus=1,
         runtime_env=_runtime_env(modules),
         max_restarts=RAY_RETRIES, max_task_retries=RAY_RETRIES)
+    if output is not None and "://" not in output:
+        output = os.path.abspath(output)  # a worker's directory is not the driver's
     try:
         if output is not None:
             if output_format == "parquet":
