@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import signal
 import time
 from typing import Any
 
@@ -78,3 +80,62 @@ class Sleep:
 
 BACKTRACK = [Backtrack()]
 SLEEP = [Sleep()]
+
+
+class Exit:
+    """``os._exit(3)`` on the poisoned chunk: a processor that ends its process."""
+
+    id = "exit"
+
+    def process_output_stream(self, part: Any) -> Any:
+        if _is_poison(part):
+            os._exit(3)
+        return part
+
+
+class Kill:
+    """``SIGKILL`` to its own process on the poisoned chunk: what the kernel's OOM killer
+    does to a stream that takes all the memory."""
+
+    id = "kill"
+
+    def process_output_stream(self, part: Any) -> Any:
+        if _is_poison(part):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return part
+
+
+class Flaky:
+    """Ends its process on the poisoned chunk the first time only (the file named by
+    ``$STREAMKIT_TEST_FLAKY`` records that it did): a worker lost once, by bad luck."""
+
+    id = "flaky"
+
+    def process_output_stream(self, part: Any) -> Any:
+        marker = os.environ.get("STREAMKIT_TEST_FLAKY", "")
+        if _is_poison(part) and marker and not os.path.exists(marker):
+            with open(marker, "w") as f:
+                f.write("died once\n")
+            os._exit(3)
+        return part
+
+
+class Deaf:
+    """Retries for ever on the poisoned chunk, swallowing every exception — the deadline's
+    too: no signal ends it, only a kill of its process does."""
+
+    id = "deaf"
+
+    def process_output_stream(self, part: Any) -> Any:
+        while _is_poison(part):
+            try:
+                time.sleep(0.05)
+            except BaseException:  # noqa: BLE001, S112 - the point of this processor
+                continue
+        return part
+
+
+EXIT = [Exit()]
+KILL = [Kill()]
+FLAKY = [Flaky()]
+DEAF = [Deaf()]

@@ -64,6 +64,13 @@ FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
         "needs it",
     ("streamkit/replay/_execute.py", "ray.data"):
         "optional and heavy: as ray",
+    ("streamkit/replay/_ray.py", "pyarrow"):
+        "optional and heavy: Arrow comes with the ray extra; only a replay with ray= needs it",
+    ("streamkit/replay/_ray.py", "pyarrow.fs"):
+        "optional and heavy: as pyarrow (listing a corpus or a URI for a Ray replay)",
+    ("streamkit/replay/_ray.py", "ray._private.runtime_env.py_modules"):
+        "optional and heavy: as ray; Ray's own upload of py_modules, the one ray.init runs, "
+        "for a pipeline module a replay ships to a cluster that is already running",
     ("streamkit/tracing/_settings.py", "streamkit.tracing._spans"):
         "optional: _spans imports opentelemetry; it loads on the first run traced (the "
         "application has loaded opentelemetry.trace by then) or in instrument(), so `import "

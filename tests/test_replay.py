@@ -153,6 +153,10 @@ def local_ray() -> Iterator[Any]:
     it ran, so one that outlives its parent is still seen) must be gone."""
     ray = pytest.importorskip("ray", reason="the ray extra is not installed")
     before = set(_ray_processes())
+    # No token authentication for this private test cluster: the token lives in a file every
+    # Ray started on this host rewrites, so the command line below could read another's.
+    auth = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(
                  [str(REPO), *(p for p in sys.path if p)])}})
@@ -163,6 +167,10 @@ def local_ray() -> Iterator[Any]:
         started.update({pid: cmd for pid, cmd in _ray_processes().items()
                         if pid not in before})
         ray.shutdown()
+        if auth is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = auth
         left = _alive(started)
         for _ in range(400):  # bounded: Ray's processes exit moments after shutdown()
             if not left:

@@ -1,5 +1,6 @@
 """``python -m streamkit replay SOURCE ... --pipeline module:attribute [--ray [ADDRESS]]
-[--json OUT] [--deadline SECONDS]``: the command line of ``streamkit.replay.replay``.
+[--json OUT] [--output DIR|URI] [--deadline SECONDS]``: the command line of
+``streamkit.replay.replay``.
 
 What belongs here: the ``replay`` sub-command's arguments and output (a summary table on
 stdout; with ``--json OUT`` one JSON line per stream and a last ``{"summary": ...}`` line; a
@@ -8,7 +9,9 @@ progress bar on stderr). What does not: the replay itself (``_execute``).
 Sources: files and directories of recorded chunk streams; ``sqlite:PATH`` (a ``SQLiteStore``
 file) or a ``postgresql://`` URL (``PostgresStore``, ``--pg-schema``) replay the assistant
 messages of the threads named with ``--thread`` or of the resources named with ``--resource``.
-The current directory is importable, so ``--pipeline guards:PIPELINE`` finds ``./guards.py``.
+The current directory is importable, so ``--pipeline guards:PIPELINE`` finds ``./guards.py``
+(on Ray it travels with the job). With ``--ray`` a source may be a URI (``s3://``, ``gs://``)
+and ``--output`` names where the Ray workers write the rows (``--output-format parquet``).
 
 ``--deadline SECONDS`` bounds each stream (60 by default; ``none`` turns it off). ``SIGTERM``
 ends the command as ``SystemExit`` (exit code 143), so its worker processes are terminated on the
@@ -50,6 +53,11 @@ def add_parser(sub: Any) -> None:
                         "ADDRESS (auto, ray://head:10001)")
     p.add_argument("--json", metavar="OUT", dest="json_out",
                    help="write one JSON line per stream and a summary line to OUT (- = stdout)")
+    p.add_argument("--output", metavar="DIR|URI", default=None,
+                   help="with --ray: a new or empty directory or URI (s3://, gs://) the Ray "
+                        "workers write the rows to")
+    p.add_argument("--output-format", choices=("json", "parquet"), default="json",
+                   help="the rows of --output: JSON lines (default) or Parquet")
     p.add_argument("--processes", type=int, default=None,
                    help="local worker processes (default: every core; 1: this process)")
     p.add_argument("--batch-size", type=int, default=200, help="streams per task")
@@ -113,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
 
         report = replay(sources, args.pipeline, ray=args.ray, processes=args.processes,
                         batch_size=args.batch_size, on_stream=write,
-                        progress=not args.no_progress, deadline=args.deadline)
+                        progress=not args.no_progress, deadline=args.deadline,
+                        output=args.output, output_format=args.output_format)
         if out is not None:
             out.write(json.dumps({"summary": report.to_json()}) + "\n")
     except (StreamkitError, OSError) as exc:

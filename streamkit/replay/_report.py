@@ -107,6 +107,22 @@ class ReplayReport:
                 report = self.processors[pid] = ProcessorReport(pid)
             report.add(counts)
 
+    def merge(self, other: ReplayReport) -> None:
+        """Add the totals of ``other`` (a partial report over other streams: what each Ray Data
+        block sums up before the driver adds the blocks together)."""
+        self.streams += other.streams
+        self.chunks += other.chunks
+        self.delivered += other.delivered
+        self.tripped += other.tripped
+        self.errors += other.errors
+        room = 10 - len(self.error_samples)
+        self.error_samples += other.error_samples[:max(0, room)]
+        for pid, theirs in other.processors.items():
+            ours = self.processors.get(pid)
+            if ours is None:
+                ours = self.processors[pid] = ProcessorReport(pid)
+            ours.add({**theirs.counts(), "ns": theirs.ns})
+
     @property
     def streams_per_second(self) -> float:
         return self.streams / self.seconds if self.seconds > 0 else 0.0

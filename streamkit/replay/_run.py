@@ -38,7 +38,7 @@ from ._deadline import DeadlineExceeded, StreamClock, message
 from ._sources import RecordedStream
 
 __all__ = ["load_pipeline", "replay_stream", "replay_all", "replay_rows", "replay_batch",
-           "pipeline_payload", "processor_ids", "COUNTS"]
+           "pipeline_payload", "pipeline_of", "processor_ids", "error_row", "COUNTS"]
 
 #: The per-processor counts of a stream result, identical between any two replays.
 COUNTS = ("in", "out", "dropped", "rewritten", "added", "redactions", "tripwires")
@@ -134,9 +134,11 @@ def _redactions(state: dict[str, Any]) -> int:
     return found
 
 
-def _row(stream: RecordedStream) -> dict[str, Any]:
+def error_row(stream: RecordedStream, error: str | None = None) -> dict[str, Any]:
+    """The row of ``stream`` before (or instead of) its replay: nothing delivered, ``error``
+    (or the stream's own read error)."""
     return {"stream": stream.id, "chunks": len(stream.chunks), "delivered": 0,
-            "tripwire": None, "error": stream.error, "processors": {}}
+            "tripwire": None, "error": error or stream.error, "processors": {}}
 
 
 async def replay_stream(pipeline: Any, stream: RecordedStream, *,
@@ -156,7 +158,7 @@ async def replay_stream(pipeline: Any, stream: RecordedStream, *,
     """
     processors = flatten_processors(pipeline)
     ids = [str(getattr(p, "id", "?")) for p in processors]
-    row = _row(stream)
+    row = error_row(stream)
     if stream.error is not None:
         return row
     try:
@@ -218,7 +220,7 @@ def pipeline_payload(pipeline: Any) -> tuple[str, Any]:
 _LOADED: dict[Any, Any] = {}
 
 
-def _pipeline_of(payload: tuple[str, Any]) -> Any:
+def pipeline_of(payload: tuple[str, Any]) -> Any:
     """The worker's pipeline for ``payload``, built once per process."""
     kind, value = payload
     key = (kind, value)
@@ -234,9 +236,11 @@ def _pipeline_of(payload: tuple[str, Any]) -> Any:
 
 async def replay_all(pipeline: Any, streams: list[RecordedStream], *,
                      deadline: float | None = None,
-                     rows: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+                     rows: list[dict[str, Any]] | None = None,
+                     on_row: Callable[[dict[str, Any]], Any] | None = None
+                     ) -> list[dict[str, Any]]:
     """Replay ``streams`` one after the other, each within ``deadline``; their result rows
-    (appended to ``rows`` as each ends, when given)."""
+    (appended to ``rows`` as each ends, when given, and passed to ``on_row``)."""
     rows = [] if rows is None else rows
     clock = StreamClock(deadline) if deadline is not None else None
     try:
@@ -246,13 +250,15 @@ async def replay_all(pipeline: Any, streams: list[RecordedStream], *,
             try:
                 row = await replay_stream(pipeline, stream, deadline=deadline)
             except DeadlineExceeded:  # raised by the watchdog outside any processor
-                row = _row(stream)
+                row = error_row(stream)
             finally:
                 if clock is not None:
                     clock.stop()
             if clock is not None and clock.expired(n):
                 row["error"] = message(clock.deadline)
             rows.append(row)
+            if on_row is not None:
+                on_row(row)
     finally:
         if clock is not None:
             clock.close()
@@ -260,7 +266,8 @@ async def replay_all(pipeline: Any, streams: list[RecordedStream], *,
 
 
 def replay_rows(pipeline: Any, streams: list[RecordedStream], deadline: float | None,
-                run: Callable[[Any], Any] = asyncio.run) -> list[dict[str, Any]]:
+                run: Callable[[Any], Any] = asyncio.run,
+                on_row: Callable[[dict[str, Any]], Any] | None = None) -> list[dict[str, Any]]:
     """``replay_all`` from sync code, with ``run`` (``asyncio.run``, or one that also works
     under a running loop). A ``DeadlineExceeded`` that the watchdog raised while the event loop
     ran its own code (between two steps of the stream) ends that loop: the stream is reported
@@ -268,11 +275,14 @@ def replay_rows(pipeline: Any, streams: list[RecordedStream], deadline: float | 
     rows: list[dict[str, Any]] = []
     while len(rows) < len(streams):
         try:
-            run(replay_all(pipeline, streams[len(rows):], deadline=deadline, rows=rows))
+            run(replay_all(pipeline, streams[len(rows):], deadline=deadline, rows=rows,
+                           on_row=on_row))
         except DeadlineExceeded:
-            row = _row(streams[len(rows)])
+            row = error_row(streams[len(rows)])
             row["error"] = message(deadline or 0.0)
             rows.append(row)
+            if on_row is not None:
+                on_row(row)
     return rows
 
 
@@ -285,4 +295,4 @@ def replay_batch(payload: tuple[str, Any], streams: list[RecordedStream],
         streams: the batch.
         deadline: seconds each stream may take (``None``: no limit).
     """
-    return replay_rows(_pipeline_of(payload), streams, deadline)
+    return replay_rows(pipeline_of(payload), streams, deadline)

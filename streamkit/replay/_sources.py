@@ -24,7 +24,13 @@ Decisions:
   processor's behaviour depends on how text is cut, a memory replay shows the word-cut case.
 * Stream ids are ``<path>#<n>`` (the n-th stream of the file, from 0) and
   ``<thread id>/<message id>``; results are reported under them, so reports are comparable
-  across runs.
+  across runs. They stay stable when a line is corrupt: a line that does not decode but whose
+  ``"type": "start"`` member is readable still begins a stream (which fails alone with a
+  ``ChunkDecodeError``) — read as part of the stream before, it would merge the two and shift
+  the ids of every later stream of the file.
+* A dangling symbolic link (or a loop of links) in a corpus is not skipped: it is a failed
+  stream ``<link>#0`` whose error says where it pointed (``corpus_files``).
+* URIs (``s3://``, ``gs://``...) are read by the workers of a Ray replay (``_ray``), not here.
 """
 
 from __future__ import annotations
@@ -43,9 +49,11 @@ from streamkit.errors import ChunkDecodeError, InvalidArgument, InvalidType
 from streamkit.messages import Message, ReasoningPart, TextPart, ToolInvocationPart
 from streamkit.wire import SSEParser
 
-__all__ = ["RecordedStream", "MemorySource", "read_streams"]
+__all__ = ["RecordedStream", "MemorySource", "read_streams", "split_file", "corpus_files",
+           "dangling", "SUFFIXES"]
 
-_SUFFIXES = (".jsonl", ".ndjson", ".sse")
+#: The names of recording files in a directory.
+SUFFIXES = (".jsonl", ".ndjson", ".sse")
 _WORDS = re.compile(r"\S+\s*|\s+")
 
 
@@ -104,13 +112,19 @@ class _TypeOnly(msgspec.Struct):
 _type_of = msgspec.json.Decoder(_TypeOnly).decode
 
 
+#: A ``"type": "start"`` member in a line that does not decode (cut off, or mangled after it).
+_START_MEMBER = re.compile(rb'[{,]\s*"type"\s*:\s*"start"\s*[,}]?')
+
+
 def _is_start(line: bytes) -> bool:
     try:
         return _type_of(line).type == "start"
     except (msgspec.DecodeError, RecursionError):
-        # Malformed, or nested past msgspec's depth limit (it raises RecursionError): not a
-        # start; the worker's decode reports it, as a typed error, for this stream alone.
-        return False
+        # Malformed, or nested past msgspec's depth limit (it raises RecursionError). A
+        # corrupt ``start`` line (its ``type`` member still readable) still begins a stream,
+        # which then fails alone with the worker's ChunkDecodeError: read as part of the stream
+        # before, it would merge the two and shift the ids of every later stream of the file.
+        return _START_MEMBER.search(line, 0, 4096) is not None
 
 
 def _split(name: str, lines: Iterable[bytes | ChunkDecodeError]) -> Iterator[RecordedStream]:
@@ -165,25 +179,62 @@ def _sse_events(data: bytes) -> Iterator[bytes | ChunkDecodeError]:
             yield event.encode()
 
 
+def split_file(name: str, data: bytes) -> Iterator[RecordedStream]:
+    """The streams of one file's ``data``; ``name`` is the file's path (``.sse``: SSE, else
+    JSON lines), the prefix of their ids."""
+    if name.endswith(".sse"):
+        return _split(name, _sse_events(data))
+    lines = (s for s in (raw.strip() for raw in data.split(b"\n")) if s)
+    return _split(name, lines)
+
+
 def _file_streams(path: Path) -> Iterator[RecordedStream]:
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise InvalidArgument(f"replay source {str(path)!r} cannot be read: {exc}") from exc
-    if path.suffix == ".sse":
-        return _split(str(path), _sse_events(data))
-    lines = (s for s in (raw.strip() for raw in data.split(b"\n")) if s)
-    return _split(str(path), lines)
+    return split_file(str(path), data)
 
 
-def _paths(source: str | Path) -> list[Path]:
+def dangling(path: Path) -> RecordedStream:
+    """The failed stream that reports a symbolic link in a corpus whose target is missing (or
+    a loop of links): ``<path>#0``, so the report names it instead of skipping it."""
+    try:
+        target = str(path.readlink())
+    except OSError:
+        target = "?"
+    return RecordedStream(f"{path}#0", (), (
+        f"InvalidArgument: {str(path)!r} is a symbolic link to {target!r}, which does not "
+        f"exist (or is a loop of links); nothing of it was replayed"))
+
+
+def corpus_files(source: str | Path) -> tuple[list[Path], list[RecordedStream]]:
+    """The recording files ``source`` stands for, in sorted order, and a failed stream per
+    dangling symbolic link in it (see ``dangling``) — whatever its name: where it pointed is
+    unknown, it may have been a file or a directory of recordings.
+
+    Raises:
+        InvalidArgument: ``source`` does not exist.
+    """
+    if "://" in str(source):
+        raise InvalidArgument(f"replay source {str(source)!r} is a URI: URIs are read by the "
+                              f"workers of a Ray replay (replay(..., ray=...), --ray); "
+                              f"locally, give a path")
     path = Path(source)
     if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.suffix in _SUFFIXES and p.is_file())
+        files, broken = [], []
+        for p in sorted(path.rglob("*")):
+            if p.is_symlink() and not p.exists():
+                broken.append(dangling(p))
+            elif p.suffix in SUFFIXES and p.is_file():
+                files.append(p)
+        return files, broken
+    if path.is_symlink() and not path.exists():
+        return [], [dangling(path)]
     if not path.exists():
         raise InvalidArgument(f"replay source {str(source)!r} does not exist (expected a "
                               f"JSON-lines or .sse file of chunks, or a directory of them)")
-    return [path]
+    return [path], []
 
 
 def _words(text: str) -> list[str]:
@@ -284,7 +335,9 @@ def read_streams(sources: Iterable[Any]) -> Iterator[RecordedStream]:
         elif isinstance(source, MemorySource):
             yield from _run_async(_read_memory(source))
         elif isinstance(source, (str, Path)):
-            for path in _paths(source):
+            files, broken = corpus_files(source)
+            yield from broken
+            for path in files:
                 yield from _file_streams(path)
         else:
             raise InvalidType(f"a replay source is a path, a MemorySource or a RecordedStream; "
