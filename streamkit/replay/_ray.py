@@ -33,7 +33,8 @@ Decisions:
 * The pipeline's own modules travel with the job: the module of a ``"module:attribute"`` (or
   the modules a pickled pipeline refers to) that is not installed (not under site-packages or
   the standard library) is shipped as ``runtime_env={"py_modules": [...]}`` of the replay
-  actors. streamkit itself must be installed on the cluster (``pip install 'streamkit-agents[ray]'``).
+  actors. streamkit itself must be installed on the cluster
+  (``pip install 'streamkit-agents[ray]'``).
 * The rows: with ``output`` (a directory or URI, new or empty) the workers write them as JSON
   lines (``output_format="json"``, the ``--json`` row shape) or Parquet, and the summary sums
   what was written (read back by the workers). With ``on_stream`` the rows come back to the
