@@ -150,6 +150,34 @@ class TestDeadline:
         assert rows[f"{path}#0"]["delivered"] == 2 and rows[f"{path}#2"]["delivered"] == 3
         assert report.error_samples[0].startswith(f"{path}#1: DeadlineExceeded")
 
+    @pytest.mark.parametrize("pipeline", ["SPIN", "None"])
+    def test_a_helper_thread_replay_leaves_tracing_working(self, tmp_path: Path,
+                                                           pipeline: str) -> None:
+        pytest.importorskip("coverage", reason="coverage is in the test extra")
+        # The watchdog's asynchronous exception once was dropped with SetAsyncExc(id, NULL),
+        # which leaves CPython 3.11's "pending" flag set: coverage.py's next start (its C tracer)
+        # never returned. Run in a child, so a hang is a timeout, not a stuck suite.
+        path = poisoned_file(tmp_path)
+        program = (
+            "import threading\n"
+            "from streamkit import ops\n"
+            "from streamkit.replay import replay\n"
+            "from tests.replay_hostile_pipelines import SPIN\n"
+            f"pipeline = {pipeline} or ops.drop(lambda part: False, id='keep')\n"
+            "got = []\n"
+            f"helper = threading.Thread(target=lambda: got.append(replay([{str(path)!r}], "
+            "pipeline, processes=1, deadline=0.2)))\n"
+            "helper.start(); helper.join(60)\n"
+            "import coverage\n"
+            "cov = coverage.Coverage(data_file=None, config_file=False)\n"
+            "cov.start(); sum(range(10)); cov.stop()\n"
+            "print(got[0].streams, got[0].errors)\n")
+        done = subprocess.run([sys.executable, "-c", program], cwd=REPO,
+                              env={**os.environ, "PYTHONPATH": str(REPO)},
+                              capture_output=True, text=True, timeout=WAIT_S)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == (["3", "1"] if pipeline == "SPIN" else ["3", "0"])
+
     @pytest.mark.parametrize("pipeline", ["SPIN", "WAIT", "BACKTRACK"])
     def test_in_worker_processes_and_from_the_command_line(self, tmp_path: Path,
                                                            pipeline: str) -> None:

@@ -59,9 +59,25 @@ def _raise_in(thread_id: int) -> None:
                                                ctypes.py_object(DeadlineExceeded))
 
 
-def _clear(thread_id: int) -> None:
-    """Drop an exception ``_raise_in`` left pending for ``thread_id`` (not yet delivered)."""
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), None)
+def _absorb() -> None:
+    """Let a ``DeadlineExceeded`` that ``_raise_in`` left pending for this thread arrive here,
+    and drop it (the stream it was meant for has ended).
+
+    The interpreter delivers a pending asynchronous exception at its next check (a call or a
+    loop's back edge), so a few calls suffice; when nothing is pending they cost nothing more.
+    Clearing it with ``PyThreadState_SetAsyncExc(id, NULL)`` instead leaves CPython 3.11's
+    interpreter-wide "asynchronous exception pending" flag set, and a later ``sys.settrace``
+    (coverage.py, a debugger) then never returns.
+    """
+    for _ in range(64):
+        try:
+            _checkpoint()
+        except DeadlineExceeded:
+            return
+
+
+def _checkpoint() -> None:
+    """A call: the point at which the interpreter delivers a pending asynchronous exception."""
 
 
 def message(deadline: float) -> str:
@@ -89,6 +105,7 @@ class StreamClock:
         self._running: tuple[int, float] | None = None  # (stream number, monotonic start)
         self._expired: set[int] = set()
         self._closed = False
+        self._raised = False  # the watchdog raised in the stream's thread since its start
         self._signals = threading.current_thread() is threading.main_thread() \
             and hasattr(signal, "setitimer")
         self._previous: Any = None
@@ -115,9 +132,10 @@ class StreamClock:
                     signal.setitimer(signal.ITIMER_REAL, 0)
                 with self._cond:
                     self._running = None
+                    raised, self._raised = self._raised, False
                     self._cond.notify()
-                if not self._signals:
-                    _clear(self._thread_id)
+                if raised:
+                    _absorb()
                 return
             except DeadlineExceeded:  # delivered in between: the stream is over anyway
                 continue
@@ -155,6 +173,7 @@ class StreamClock:
                     # Raised once and the stream still runs (the processor caught it): again.
                     self._cond.wait(GRACE)
                     if self._running == running and not self._closed:
+                        self._raised = True
                         _raise_in(self._thread_id)
                     continue
                 left = started + self.deadline + GRACE - time.monotonic()
@@ -162,4 +181,5 @@ class StreamClock:
                     self._cond.wait(left)
                     continue
                 self._expired.add(n)
+                self._raised = True
                 _raise_in(self._thread_id)
