@@ -142,6 +142,7 @@ SLOW_MODULES = frozenset({
     "test_pii_linear",         # instruction counts under valgrind over growing inputs
     "test_replay",             # worker processes over 10,000 streams, and Ray
     "test_replay_hostile",     # worker processes, signals, deadlines, and Ray
+    "test_replay_survive",     # worker processes killed mid-stream, and Ray Data jobs
     "test_hostile_providers",  # fuzzed provider streams over real HTTP
     "test_hostile_http",       # servers that drip and stall: waits out deadlines
     "test_imports",            # the import graph of every module

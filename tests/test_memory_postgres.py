@@ -331,7 +331,8 @@ class TestArguments:
         _postgres._driver.cache_clear()
         try:
             with mock.patch.object(psycopg.AsyncPipeline, "is_supported", return_value=False), \
-                    pytest.raises(StreamkitError, match=r"libpq >= 14.*streamkit\[postgres\]"):
+                    pytest.raises(StreamkitError,
+                                  match=r"libpq >= 14.*streamkit-agents\[postgres\]"):
                 PostgresStore("postgresql://localhost/x")
         finally:
             _postgres._driver.cache_clear()

@@ -185,6 +185,13 @@ def shipped_modules(payload: tuple[str, Any]) -> list[str]:
     return found
 
 
+#: What a shipped module's folder keeps out of the upload (Ray reads only the ``.gitignore``
+#: files inside that folder, and caps a package at 512 MiB): installed Node packages, virtual
+#: environments, version control and caches are never a pipeline's code.
+NOT_SHIPPED = ("node_modules/", ".venv/", "venv/", ".git/", "__pycache__/", "*.pyc",
+               ".hypothesis/", ".mypy_cache/", ".pytest_cache/", ".ruff_cache/")
+
+
 def _runtime_env(modules: list[str]) -> dict[str, Any] | None:
     """The replay actors' ``runtime_env``: ``modules`` uploaded to the cluster (a task-level
     runtime_env takes URIs only; Ray's own upload, the one ``ray.init(runtime_env=)`` runs,
@@ -201,7 +208,8 @@ def _runtime_env(modules: list[str]) -> dict[str, Any] | None:
             f"pass ray.init(runtime_env={{'py_modules': [...]}}) yourself") from exc
     with tempfile.TemporaryDirectory(prefix="streamkit-replay-") as scratch:
         env: dict[str, Any] = upload_py_modules_if_needed(
-            {"py_modules": modules}, include_gitignore=True, scratch_dir=scratch,
+            {"py_modules": modules, "excludes": list(NOT_SHIPPED)}, include_gitignore=True,
+            scratch_dir=scratch,
             logger=logging.getLogger("streamkit.replay"))
     return env
 
