@@ -1,13 +1,13 @@
 """Every file a reader is pointed to is in the repository (issue 29, point 6).
 
 Docstrings, comments and pages once pointed at design notes that lived outside the repository
-(``mastra-reference.md``, ``serving.md``, ``tracing.md``, ``STYLE.md``, ``../shared/...``): a
-reader of a clone could follow none of them. The project's own notes are in ``docs/`` now
-(``docs/mastra-fidelity.md``, ``docs/tracing.md``, ``docs/protocols.md``, ...). This test finds
-every ``<name>.md`` mentioned in the library, the operators, the docs, the README, the
-benchmarks and the tests, and checks that it resolves to a file of the repository (relative to
-the mentioning file, as a Markdown link does, or to the repository root); that no text points
-outside the repository; and that a section named after a ``docs/`` file
+(``mastra-reference.md``, ``serving.md``, ``tracing.md``, ``STYLE.md``, a folder beside the
+checkout): a reader of a clone could follow none of them. The project's own notes are in
+``docs/`` now (``docs/mastra-fidelity.md``, ``docs/tracing.md``, ``docs/protocols.md``, ...).
+This test finds every ``<name>.md`` mentioned in the library, the operators, the docs, the
+README, the benchmarks and the tests, and checks that it resolves to a file of the repository
+(relative to the mentioning file, as a Markdown link does, or to the repository root); that no
+text points outside the repository; and that a section named after a ``docs/`` file
 (``docs/serving.md``, "Trust boundary") is a heading of that file.
 """
 
