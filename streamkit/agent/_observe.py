@@ -93,8 +93,8 @@ class Observed(RunTracer):
         observers: the checked ``observers=``.
     """
 
-    __slots__ = ("_inner", "_observers", "_run_id", "_step", "_retry", "_inner_record",
-                 "probe", "_calls")
+    __slots__ = ("_inner", "_observers", "_detailed", "_run_id", "_step", "_retry",
+                 "_inner_record", "probe", "_calls")
 
     def __init__(self, run: Run, inner: RunTracer, observers: tuple[Any, ...]) -> None:
         self._inner = inner
@@ -105,15 +105,24 @@ class Observed(RunTracer):
         self._inner_record: Any = None
         self._calls: dict[str, dict[str, Any]] = {}
         self.probe: ChunkProbe | None = None
-        if any(getattr(o, "chunk_detail", False) is True for o in observers):
-            self.probe = run.runtime.probe = ChunkProbe(run.run_id, self.emit, self._step_now)
+        self._detailed = tuple(o for o in observers if getattr(o, "chunk_detail", False) is True)
+        if self._detailed:
+            self.probe = run.runtime.probe = ChunkProbe(run.run_id, self._emit_detail,
+                                                        self._step_now)
 
     def _step_now(self) -> int | None:
         return self._step
 
     def emit(self, event: RunEvent) -> None:
         """Hand ``event`` to every observer (an observer's exception is logged, not raised)."""
-        for obs in self._observers:
+        self._hand(event, self._observers)
+
+    def _emit_detail(self, event: RunEvent) -> None:
+        """A per-chunk event: only to the observers that asked for chunk detail."""
+        self._hand(event, self._detailed)
+
+    def _hand(self, event: RunEvent, observers: tuple[Any, ...]) -> None:
+        for obs in observers:
             try:
                 obs.on_event(event)
             except Exception:  # noqa: BLE001 - documented: watching must not change the run
