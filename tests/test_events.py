@@ -352,3 +352,21 @@ async def test_holdback_guard_actions_account_for_every_character(words: list[st
     assert came_out == result.text == out_text(log)
     assert ("ada@example.com" in source) == any(
         e.action == "redacted" and "ada@example.com" in (e.before or "") for e in acts)
+
+
+async def test_a_guard_on_step_finish_blocks_the_step_not_accepts_it() -> None:
+    """A stream guard that trips on the step's own ``step-finish`` chunk: the attempt is
+    reported as ``tripwire``, never ``accepted``."""
+    def on_finish(part: Any, abort: Any) -> Any:
+        if part.type == "step-finish":
+            abort("no finishing")
+        return part
+
+    agent = Agent(id="a", model=ScriptedModel([text("ok")]),
+                  output_processors=[P("fin", process_output_stream=on_finish)])
+    log = EventLog()
+    result = await agent.generate("hi", observers=[log])
+    assert result.tripwire is not None
+    assert [(e.outcome, e.reason) for e in log.of(StepFinished)] == [("tripwire",
+                                                                      "no finishing")]
+    assert log.events[-1].type == "run-finish"

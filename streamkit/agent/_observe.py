@@ -161,18 +161,18 @@ class Observed(RunTracer):
             self._tools_done(run)
         if self._step is not None:
             exit_ = _STEP_EXITS.get(nxt)
-            if node == "step_finish":
-                # step_finish has moved the state on to the next step: report the one it ended.
-                done = st.steps[-1] if st.steps else None
-                self._step_end(run, "accepted", done.finish_reason if done else None,
-                               done.usage if done else None, None, None)
-            elif exit_ is not None:
+            if exit_ is not None:
                 tw = st.pending_tripwire
                 reason = tw.reason if tw is not None else run.shown_text(st.error) \
                     if st.error is not None else None
                 self._step_end(run, exit_, step.finish_reason if step else None,
                                step.usage if step else None, reason,
                                tw.processor_id if tw is not None else None)
+            elif node == "step_finish":
+                # step_finish has moved the state on to the next step: report the one it ended.
+                done = st.steps[-1] if st.steps else None
+                self._step_end(run, "accepted", done.finish_reason if done else None,
+                               done.usage if done else None, None, None)
         self.emit(Transition(run_id=run.run_id, node=node, next=nxt,
                              step_number=self._step, at=now_ms()))
         # What starts.
