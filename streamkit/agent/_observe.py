@@ -205,13 +205,15 @@ class Observed(RunTracer):
             return
         step = run.state.step
         delivered = {r["tool_call_id"]: r for r in step.tool_results} if step is not None else {}
+        raw = {c["tool_call_id"]: v if ok else f"{type(v).__name__}: {v}"
+               for c, ok, v in step.tool_outcomes} if step is not None else {}
         for cid, call in self._calls.items():
             got = delivered.get(cid)
             self.emit(ToolReturned(
                 run_id=run.run_id, step_number=step.number if step is not None else 0,
                 tool_call_id=cid, tool_name=str(call["tool_name"]),
                 is_error=bool(got["is_error"]) if got is not None else False,
-                result=got["result"] if got is not None else None))
+                result=got["result"] if got is not None else None, raw=raw.get(cid)))
         self._calls.clear()
 
     def end(self, run: Run, exc: BaseException | None) -> None:

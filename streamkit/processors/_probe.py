@@ -69,6 +69,15 @@ def _shown(chunk: Any) -> str:
     return msgspec.json.encode(data).decode()
 
 
+def _wire(chunk: Any) -> dict[str, Any]:
+    """The chunk's wire dict; one with a value that has no JSON form (a tool's result object)
+    or that is not a chunk at all is ``{"type", "repr"}`` (the chain reports a non-chunk)."""
+    try:
+        return to_builtins(chunk)
+    except Exception:  # noqa: BLE001 - watching must not fail the run
+        return {"type": _type(chunk), "repr": repr(chunk)[:2000]}
+
+
 def _tail(before: str, after: str) -> str:
     """What a holding processor still holds of ``before`` after letting out ``after``, a
     changed version of a prefix of it: what follows the longest end of ``after`` found in
@@ -296,11 +305,8 @@ class ChunkProbe:
     def _model(self, chunk: Any, step_number: int) -> None:
         self.seq = seq = self._model_seq
         self._model_seq += 1
-        try:
-            data = to_builtins(chunk)
-        except Exception:  # noqa: BLE001 - not a chunk: the chain says what is wrong
-            data = {"type": _type(chunk), "repr": repr(chunk)[:200]}
-        self.emit(ModelChunk(run_id=self.run_id, step_number=step_number, seq=seq, chunk=data))
+        self.emit(ModelChunk(run_id=self.run_id, step_number=step_number, seq=seq,
+                             chunk=_wire(chunk)))
 
     async def out(self, chunks: AsyncGenerator[Chunk, None]) -> AsyncGenerator[Chunk, None]:
         """``chunks`` (the run's), reporting each as ``chunk`` just before the consumer gets
@@ -309,7 +315,7 @@ class ChunkProbe:
             async for chunk in chunks:
                 seq = self._out_seq
                 self._out_seq += 1
-                self.emit(ChunkOut(run_id=self.run_id, seq=seq, chunk=to_builtins(chunk)))
+                self.emit(ChunkOut(run_id=self.run_id, seq=seq, chunk=_wire(chunk)))
                 yield chunk
         finally:
             await chunks.aclose()
