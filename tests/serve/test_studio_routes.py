@@ -1,5 +1,6 @@
-"""The studio's data routes (not the page: test_studio.py drives that in a browser) under real uvicorn on 127.0.0.1, with a keep-alive client, on the
-served demo agent (its model unpaced): one turn per studio case — the events the studio stream
+"""The studio's data routes (the page is test_studio.py's, in a browser) under real uvicorn
+on 127.0.0.1, with a keep-alive client, on the served demo agent (its model unpaced): one turn
+per studio case — the events the studio stream
 route sends, in order, with what each processor did — plus the agents and graph routes, the
 tenancy of the stream route, a continued thread, and the ``serve`` command's studio line.
 """
