@@ -1,8 +1,8 @@
 """The studio's data routes (the page is test_studio.py's, in a browser) under real uvicorn
 on 127.0.0.1, with a keep-alive client, on the served demo agent (its model unpaced): one turn
-per studio case — the events the studio stream
-route sends, in order, with what each processor did — plus the agents and graph routes, the
-tenancy of the stream route, a continued thread, and the ``serve`` command's studio line.
+per studio case — the events the studio stream route sends, in order, with what each processor
+did — plus the agents and graph routes, the tenancy of the stream route, a continued thread,
+and the ``serve`` command's studio line.
 """
 
 from __future__ import annotations
