@@ -409,3 +409,21 @@ async def test_observers_beside_tracing_change_no_span() -> None:
     assert {(h.processor_id, h.hook) for h in log.of(HookCalled)} == {
         ("shout", "process_output_stream"), ("shout", "process_output_result")}
     assert log.events[-1].type == "run-finish"
+
+
+async def test_a_consumer_that_leaves_early_ends_the_run_closed(mode: str) -> None:
+    slow = P("slow", process_output_stream=as_mode(lambda part: part, mode))
+    agent = Agent(id="a", model=ScriptedModel([text("one two three four")]),
+                  output_processors=[slow])
+    log = EventLog(chunk_detail=True)
+    stream = agent.stream("hi", observers=[log])
+    async for chunk in stream:
+        if chunk.type == "text-delta":
+            break
+    await stream.aclose()
+    finish = log.events[-1]
+    assert isinstance(finish, RunFinished) and finish.outcome == "closed"
+    assert [e.outcome for e in log.of(StepFinished)] == ["closed"]
+    assert decode_event(msgspec.json.encode(finish)) == finish
+    # What the consumer got before leaving, and nothing after.
+    assert [e.chunk["type"] for e in log.of(ChunkOut)][-1] == "text-delta"
