@@ -83,9 +83,13 @@ def send(page: Page, text: str, *, status: str = "ready") -> Any:
     return page.locator(".message.assistant").last
 
 
-def shoot(page: Page, name: str) -> Path:
+def shoot(page: Page, name: str, *, show: Any = None) -> Path:
+    """A screenshot of the window (the panes scroll, the page does not), after scrolling
+    ``show`` (a locator) into view."""
+    if show is not None:
+        show.first.scroll_into_view_if_needed(timeout=WAIT_MS)
     path = artifacts_dir() / f"studio-{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    page.screenshot(path=str(path))
     assert path.stat().st_size > 0
     return path
 
@@ -147,7 +151,7 @@ def test_a_tool_turn_shows_its_card_progress_and_reasoning(page: Page) -> None:
     expect(page.locator("table.steps .outcome.accepted")).to_have_count(2)
     assert page.locator("#graph g.visited").count() > 2
     assert page.locator("#graph g.taken").count() > 1
-    shoot(page, "tool")
+    shoot(page, "tool", show=page.locator("table.steps"))
 
 
 def test_a_redacting_guard_shows_its_diff(page: Page) -> None:
@@ -163,7 +167,11 @@ def test_a_redacting_guard_shows_its_diff(page: Page) -> None:
     # Every other chunk of that guard passed untouched.
     assert page.locator('#timeline .action[data-processor="redact-email"]'
                         '[data-action="passed"]').count() >= 7
-    shoot(page, "redact")
+    # Only the chunks a processor did not pass: the redacted one.
+    page.check("#only-touched")
+    expect(page.locator("#timeline tr")).to_have_count(2)  # the header and that chunk
+    expect(page.locator("#timeline")).to_contain_text("ada@example.com")
+    shoot(page, "redact", show=page.locator("#timeline"))
 
 
 def test_a_retried_attempt_is_marked_withdrawn(page: Page) -> None:
@@ -182,7 +190,9 @@ def test_a_retried_attempt_is_marked_withdrawn(page: Page) -> None:
     expect(page.locator("#retries")).to_contain_text("no-curt")
     expect(page.locator('#timeline .action[data-processor="no-curt"][data-action="aborted"]')
            ).to_have_count(1)
-    shoot(page, "retry")
+    # The withdrawn attempt's chunks are greyed in the timeline: text-start, "Oh", " fine.".
+    expect(page.locator("#timeline tr.withdrawn-row")).to_have_count(3)
+    shoot(page, "retry", show=page.locator("#retries"))
 
 
 def test_a_tripwire_is_shown_as_a_blocked_turn(page: Page) -> None:
