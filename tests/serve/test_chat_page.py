@@ -46,7 +46,7 @@ def test_the_chat_page_streams_a_tool_turn(chromium: Path, page_url: str) -> Non
             assistant = page.locator(".message.assistant").last
             tool = assistant.locator('[data-part="tool-lookup_customer"]')
             expect(tool).to_have_attribute("data-state", "result", timeout=WAIT_MS)
-            expect(tool).to_contain_text('"customer_id": "C-42"')
+            expect(tool).to_contain_text('"customer_id":"C-42"')
             expect(tool).to_contain_text("Ada Lovelace")
             data = assistant.locator('[data-part="data-progress"]')
             expect(data).to_contain_text("Looking up C-42", timeout=WAIT_MS)

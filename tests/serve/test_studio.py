@@ -132,7 +132,7 @@ def test_a_tool_turn_shows_its_card_progress_and_reasoning(page: Page) -> None:
     turn = send(page, "where is my order?")
     tool = turn.locator('[data-part="tool-check_order"]')
     expect(tool).to_have_attribute("data-state", "result")
-    expect(tool).to_contain_text('"order_id": "ORD-7"')
+    expect(tool).to_contain_text('"order_id":"ORD-7"')
     expect(tool).to_contain_text("Parcelforce")
     # Two data-progress chunks with one id: one bar, updated in place to the last value.
     progress = turn.locator('[data-part="data-progress"]')
