@@ -138,13 +138,16 @@ class ToolCalled(_Event, frozen=True, kw_only=True, tag="tool-call"):
 
 class ToolReturned(_Event, frozen=True, kw_only=True, tag="tool-result"):
     """The tool call returned (``is_error`` false) or failed; ``result`` as the consumer
-    received it (after the processors; ``None`` when a processor dropped it)."""
+    received it (after ``process_tool_result`` and the stream processors; ``None`` when a
+    processor dropped it), ``raw`` as the tool returned it (a failure: its error text) — the
+    two differ where a processor changed it."""
 
     step_number: int
     tool_call_id: str
     tool_name: str
     is_error: bool
     result: Any
+    raw: Any = None
 
 
 class ModelChunk(_Event, frozen=True, kw_only=True, tag="model-chunk"):

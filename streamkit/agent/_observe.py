@@ -93,8 +93,8 @@ class Observed(RunTracer):
         observers: the checked ``observers=``.
     """
 
-    __slots__ = ("_inner", "_observers", "_run_id", "_step", "_retry", "_inner_record",
-                 "probe", "_calls")
+    __slots__ = ("_inner", "_observers", "_detailed", "_run_id", "_step", "_retry",
+                 "_inner_record", "probe", "_calls")
 
     def __init__(self, run: Run, inner: RunTracer, observers: tuple[Any, ...]) -> None:
         self._inner = inner
@@ -105,15 +105,24 @@ class Observed(RunTracer):
         self._inner_record: Any = None
         self._calls: dict[str, dict[str, Any]] = {}
         self.probe: ChunkProbe | None = None
-        if any(getattr(o, "chunk_detail", False) is True for o in observers):
-            self.probe = run.runtime.probe = ChunkProbe(run.run_id, self.emit, self._step_now)
+        self._detailed = tuple(o for o in observers if getattr(o, "chunk_detail", False) is True)
+        if self._detailed:
+            self.probe = run.runtime.probe = ChunkProbe(run.run_id, self._emit_detail,
+                                                        self._step_now)
 
     def _step_now(self) -> int | None:
         return self._step
 
     def emit(self, event: RunEvent) -> None:
         """Hand ``event`` to every observer (an observer's exception is logged, not raised)."""
-        for obs in self._observers:
+        self._hand(event, self._observers)
+
+    def _emit_detail(self, event: RunEvent) -> None:
+        """A per-chunk event: only to the observers that asked for chunk detail."""
+        self._hand(event, self._detailed)
+
+    def _hand(self, event: RunEvent, observers: tuple[Any, ...]) -> None:
+        for obs in observers:
             try:
                 obs.on_event(event)
             except Exception:  # noqa: BLE001 - documented: watching must not change the run
@@ -152,18 +161,18 @@ class Observed(RunTracer):
             self._tools_done(run)
         if self._step is not None:
             exit_ = _STEP_EXITS.get(nxt)
-            if node == "step_finish":
-                # step_finish has moved the state on to the next step: report the one it ended.
-                done = st.steps[-1] if st.steps else None
-                self._step_end(run, "accepted", done.finish_reason if done else None,
-                               done.usage if done else None, None, None)
-            elif exit_ is not None:
+            if exit_ is not None:
                 tw = st.pending_tripwire
                 reason = tw.reason if tw is not None else run.shown_text(st.error) \
                     if st.error is not None else None
                 self._step_end(run, exit_, step.finish_reason if step else None,
                                step.usage if step else None, reason,
                                tw.processor_id if tw is not None else None)
+            elif node == "step_finish":
+                # step_finish has moved the state on to the next step: report the one it ended.
+                done = st.steps[-1] if st.steps else None
+                self._step_end(run, "accepted", done.finish_reason if done else None,
+                               done.usage if done else None, None, None)
         self.emit(Transition(run_id=run.run_id, node=node, next=nxt,
                              step_number=self._step, at=now_ms()))
         # What starts.
@@ -196,13 +205,15 @@ class Observed(RunTracer):
             return
         step = run.state.step
         delivered = {r["tool_call_id"]: r for r in step.tool_results} if step is not None else {}
+        raw = {c["tool_call_id"]: v if ok else f"{type(v).__name__}: {v}"
+               for c, ok, v in step.tool_outcomes} if step is not None else {}
         for cid, call in self._calls.items():
             got = delivered.get(cid)
             self.emit(ToolReturned(
                 run_id=run.run_id, step_number=step.number if step is not None else 0,
                 tool_call_id=cid, tool_name=str(call["tool_name"]),
                 is_error=bool(got["is_error"]) if got is not None else False,
-                result=got["result"] if got is not None else None))
+                result=got["result"] if got is not None else None, raw=raw.get(cid)))
         self._calls.clear()
 
     def end(self, run: Run, exc: BaseException | None) -> None:
