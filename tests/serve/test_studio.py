@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from ._browser import FLAGS, WAIT_MS, artifacts_dir, chromium_path
@@ -249,3 +251,23 @@ def test_a_past_thread_is_opened_and_continued(browser: Browser, page: Page,
     said = [m["content"]["content"] for m in stored if m["role"] == "user"]
     assert said == ["the first turn", "the second turn"]
     assert sum(1 for m in stored if m["role"] == "assistant") >= 2
+
+
+WORDS = st.text(alphabet="ab .\n[]@", max_size=12)
+PAIRS = st.lists(st.tuples(st.lists(WORDS, max_size=8).map("".join),
+                           st.lists(WORDS, max_size=8).map("".join)), min_size=1, max_size=40)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(pairs=PAIRS)
+def test_the_word_diff_rebuilds_both_texts(page: Page, pairs: list[tuple[str, str]]) -> None:
+    """The page's diff (``diffWords``): its kept and deleted pieces give the text before, its
+    kept and inserted pieces the text after, and no two neighbours have the same operation."""
+    long = ("w " * 700, "w " * 350 + "x " + "w " * 349)  # over 600 words: prefix/suffix diff
+    pairs = [*pairs, long]
+    results = page.evaluate("pairs => pairs.map(([a, b]) => diffWords(a, b))", pairs)
+    for (before, after), ops in zip(pairs, results):
+        assert "".join(t for op, t in ops if op in "=-") == before
+        assert "".join(t for op, t in ops if op in "=+") == after
+        assert all(t for _, t in ops)
+        assert all(x[0] != y[0] for x, y in zip(ops, ops[1:]))
