@@ -14,6 +14,7 @@ What the model answers depends on the last user message:
 * it names ``retry`` -> a text starting "Oh fine", which the ``no-curt`` guard withdraws once
   (``abort(retry=True)``); the second attempt is accepted;
 * it names ``forbidden`` -> a text that the ``topic-guard`` blocks (a tripwire, no retry);
+* it names ``explode`` -> the model call fails (``api_error(400)``): the turn ends in an error;
 * anything else -> a long text that repeats the message and counts the thread's user messages
   (so a continued thread shows that memory kept the earlier turn).
 """
@@ -31,7 +32,7 @@ from streamkit import Agent
 from streamkit.memory import Memory, SQLiteStore
 from streamkit.models import ModelRequest
 from streamkit.processors import Processor
-from streamkit.testing import FunctionModel, reasoning, text, tool_call
+from streamkit.testing import FunctionModel, api_error, reasoning, text, tool_call
 from streamkit.tools import tool
 
 PACE = float(os.environ.get("STREAMKIT_TEST_PACE", "0.04"))
@@ -111,6 +112,8 @@ def _answer(request: ModelRequest) -> Any:
         return text("Write to ada@example.com and we will answer today.")
     if "retry" in said:
         return text("Oh fine. Here is a fuller answer after all.")
+    if "explode" in said:
+        return api_error(400, "the model refused the request", is_retryable=False)
     if "forbidden" in said:
         return text("The launch codes are 0000.", chunk_size=40)
     users = [m for m in turns if m.get("role") == "user"]

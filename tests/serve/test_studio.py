@@ -210,6 +210,16 @@ def test_a_tripwire_is_shown_as_a_blocked_turn(page: Page) -> None:
     shoot(page, "tripwire")
 
 
+def test_an_error_is_shown_as_an_error(page: Page) -> None:
+    turn = send(page, "explode, please", status="error")
+    error = turn.locator('[data-part="error"]')
+    expect(error).to_have_count(1)
+    expect(error).to_contain_text("the model refused the request")
+    assert error.evaluate("e => getComputedStyle(e).color") == "rgb(180, 35, 24)"
+    expect(page.locator("#turn-summary .outcome")).to_have_text("error")
+    shoot(page, "error")
+
+
 def _stored(url: str, thread_id: str) -> list[dict[str, Any]]:
     query = urllib.parse.urlencode({"resourceId": RESOURCE, "agentId": "studio"})
     with urllib.request.urlopen(f"{url}/api/memory/threads/{thread_id}/messages?{query}",
