@@ -69,13 +69,16 @@ class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
 
 
 class RunStarted(_Event, frozen=True, kw_only=True, tag="run-start"):
-    """The run starts (its first chunk is being asked for). ``at``: epoch milliseconds."""
+    """The run starts (its first chunk is being asked for). ``at``: epoch milliseconds;
+    ``agent_name``: ``Agent(name=)`` (else its id); ``provider``: the model's, if it says."""
 
     agent_id: str
     model_id: str | None
     thread_id: str | None
     resource_id: str | None
     at: float
+    agent_name: str = ""
+    provider: str | None = None
 
 
 class Transition(_Event, frozen=True, kw_only=True, tag="transition"):

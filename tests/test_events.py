@@ -78,6 +78,9 @@ async def test_run_events_in_order_and_per_chunk_only_when_asked(mode: str) -> N
     assert plain.counts["run-start"] == plain.counts["run-finish"] == 1
     assert plain.counts["step-start"] == plain.counts["step-finish"] == 1
     assert plain.counts["hook"] == 1 and plain.counts["transition"] >= 8
+    started = log.events[0]
+    assert isinstance(started, RunStarted) and started.agent_name == "a"
+    assert started.model_id == "scripted-model" and started.provider == "scripted"
     kinds = [type(e) for e in log.events]
     assert kinds[0] is RunStarted and kinds[-1] is RunFinished
     assert kinds.index(StepStarted) < kinds.index(HookCalled) < kinds.index(StepFinished)

@@ -136,9 +136,12 @@ class Observed(RunTracer):
         self._inner_record = run.runtime.on_record
         run.runtime.on_record = self._record
         cfg = run.config
+        provider = getattr(cfg.model, "provider", None)
         self.emit(RunStarted(run_id=run.run_id, agent_id=cfg.agent_id,
                              model_id=_model_id(cfg.model), thread_id=cfg.thread_id,
-                             resource_id=cfg.resource_id, at=now_ms()))
+                             resource_id=cfg.resource_id, at=now_ms(),
+                             agent_name=cfg.agent_name or cfg.agent_id,
+                             provider=provider if isinstance(provider, str) else None))
 
     def _record(self, rec: TraceRecord) -> None:
         inner = self._inner_record

@@ -222,6 +222,28 @@ def test_serve_prints_the_studio_url(tmp_path: Path) -> None:
         assert studio.split()[2] == url.rstrip("/") + "/"
     finally:
         _stop(proc)
+    proc, url = _start(["--demo", "--no-studio", "--pace-ms", "0", "--memory",
+                        str(tmp_path / "demo2.sqlite3")], tmp_path)
+    try:
+        assert httpx.get(url + "/api/studio/agents", timeout=WAIT).status_code == 404
+        assert httpx.get(url + "/api/agents", timeout=WAIT).status_code == 200
+    finally:
+        _stop(proc)
+
+
+def test_pace_is_checked() -> None:
+    from streamkit._demo import PACE_ENV, pace_ms
+    from streamkit.errors import InvalidArgument
+
+    assert pace_ms(12) == 12.0 and pace_ms(0) == 0.0
+    with pytest.raises(InvalidArgument, match="--pace-ms must be milliseconds"):
+        pace_ms(-1)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(PACE_ENV, "fast")
+        with pytest.raises(InvalidArgument, match=f"{PACE_ENV} must be milliseconds"):
+            pace_ms()
+        mp.setenv(PACE_ENV, "")
+        assert pace_ms() == 30.0
 
 
 async def test_studio_off_and_values_without_json() -> None:
