@@ -85,3 +85,29 @@ def test_the_chat_page_makes_no_request_that_fails(chromium: Path, page_url: str
             browser.close()
     assert not failed, f"the chat page made failing requests: {failed}"
     assert icon.startswith("data:image/svg+xml,")
+
+
+def test_without_the_studio_routes_the_page_is_a_chat(chromium: Path) -> None:
+    """``create_app(studio=False)``: the page falls back to the Mastra routes (``GET
+    /api/agents``, ``POST /api/agents/{id}/stream``); the chat streams as before and the
+    processor view says why it is empty."""
+    memory = Memory()
+    app = create_app([build_serve_agent(memory)], memory=memory, studio=False)
+    with ServerThread(app) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(chromium), args=FLAGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 800})
+            page.goto(url + "/")
+            expect(page.locator("#status")).to_have_text("ready", timeout=WAIT_MS)
+            page.fill("#input", QUESTION)
+            page.click("#send")
+            assistant = page.locator(".message.assistant").last
+            expect(assistant.locator('[data-part="text"]')).to_contain_text(
+                "Hi Ada! Your order ORD-1001", timeout=WAIT_MS)
+            expect(assistant.locator('[data-part="tool-lookup_customer"]')).to_have_attribute(
+                "data-state", "result")
+            expect(page.locator("#inspect-body")).to_contain_text(
+                "does not serve the studio routes")
+            page.screenshot(path=str(artifacts_dir() / "chat-no-studio.png"))
+        finally:
+            browser.close()
