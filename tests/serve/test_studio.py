@@ -96,11 +96,17 @@ def shoot(page: Page, name: str, *, show: Any = None) -> Path:
     return path
 
 
-# Records the text of the last assistant message's text part at every DOM change: what the
-# page drew between the first chunk and the last.
+# Records the text of the last assistant message's text part at every DOM change (what the
+# page drew between the first chunk and the last), and the processor view's timeline rows seen
+# while the status said "streaming".
 WATCH_TEXT = """() => {
   window.__snapshots = [];
+  window.__liveRows = [];
   const log = document.getElementById("log");
+  new MutationObserver(() => {
+    if (document.getElementById("status").textContent === "streaming")
+      window.__liveRows.push(document.querySelectorAll("#timeline tr").length);
+  }).observe(document.getElementById("inspect-body"), {subtree: true, childList: true});
   new MutationObserver(() => {
     const boxes = log.querySelectorAll(".message.assistant");
     const last = boxes[boxes.length - 1];
@@ -123,9 +129,13 @@ def test_a_turn_streams_into_the_page_chunk_by_chunk(page: Page) -> None:
     assert len(partial) > 1, snapshots
     assert all(final.startswith(s) for s in partial)
     assert [len(s) for s in snapshots] == sorted(len(s) for s in snapshots)
-    # The processor view followed the turn: its timeline has the model's chunks.
+    # The processor view followed the turn: its timeline has the model's chunks, and it was
+    # drawn while the turn streamed, growing, not only at the end.
     expect(page.locator("#timeline")).to_contain_text("processor", timeout=WAIT_MS)
-    assert page.locator("#timeline tr").count() > 50  # a header and a row per model chunk
+    rows = page.locator("#timeline tr").count()
+    assert rows > 50  # a header and a row per model chunk
+    live: list[int] = page.evaluate("window.__liveRows")
+    assert len({n for n in live if 1 < n < rows}) > 1, (live, rows)
     expect(page.locator("#turn-summary .outcome")).to_have_text("ok")
     shoot(page, "streamed")
 
@@ -243,6 +253,7 @@ def test_a_past_thread_is_opened_and_continued(browser: Browser, page: Page,
         again.goto(studio_url + "/")
         entry = again.locator(f'#threads button[data-thread-id="{thread_id}"]')
         expect(entry).to_have_count(1, timeout=WAIT_MS)
+        expect(entry).to_contain_text("the first turn")  # titled with its first message
         entry.click()
         expect(again.locator(".message.user")).to_have_text(["userthe first turn"],
                                                             timeout=WAIT_MS)
