@@ -9,11 +9,13 @@ the artifacts directory (``$STREAMKIT_ARTIFACTS`` or ``tests/artifacts``).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +36,14 @@ def chromium() -> Path:
 
 
 @pytest.fixture(scope="module")
-def studio_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def studio_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("studio") / "memory.sqlite3"
+
+
+@pytest.fixture(scope="module")
+def studio_url(studio_db: Path) -> Iterator[str]:
     """One server for the module: the scripted studio agent, its memory in a SQLite file."""
-    db = tmp_path_factory.mktemp("studio") / "memory.sqlite3"
+    db = studio_db
     saved = {k: os.environ.get(k) for k in ("STREAMKIT_TEST_STUDIO_DB", "STREAMKIT_TEST_PACE")}
     os.environ["STREAMKIT_TEST_STUDIO_DB"] = str(db)
     os.environ["STREAMKIT_TEST_PACE"] = "0.03"
@@ -292,3 +299,34 @@ def test_the_word_diff_rebuilds_both_texts(page: Page, pairs: list[tuple[str, st
         assert "".join(t for op, t in ops if op in "=+") == after
         assert all(t for _, t in ops)
         assert all(x[0] != y[0] for x, y in zip(ops, ops[1:]))
+
+
+def test_a_long_thread_opens_whole(page: Page, studio_db: Path,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thread of 130 messages (more than one page of the messages route) opens whole, in
+    order. The turns are run here, in process, on the server's SQLite file."""
+    from streamkit.memory import Memory, SQLiteStore
+
+    from . import _studio_agent
+
+    monkeypatch.setattr(_studio_agent, "PACE", 0.0)
+
+    async def fill() -> None:
+        memory = Memory(SQLiteStore(studio_db))
+        try:
+            agent = _studio_agent.build(memory)
+            for n in range(65):
+                await agent.generate(f"turn {n}", thread_id="long-thread", resource_id=RESOURCE)
+        finally:
+            await memory.close()
+
+    with ThreadPoolExecutor(1) as pool:  # playwright's loop runs in this thread
+        pool.submit(asyncio.run, fill()).result(timeout=120)
+    page.click("#new-thread")  # lists the threads again
+    page.locator('#threads button[data-thread-id="long-thread"]').click(timeout=WAIT_MS)
+    users = page.locator(".message.user")
+    expect(users).to_have_count(65, timeout=WAIT_MS)
+    expect(users.first).to_have_text("userturn 0")
+    expect(users.last).to_have_text("userturn 64")
+    expect(page.locator(".message.assistant.stored")).to_have_count(65)
+    expect(page.locator(".message.assistant.stored").last).to_contain_text("You said 'turn 64'")
