@@ -101,12 +101,13 @@ class StepStarted(_Event, frozen=True, kw_only=True, tag="step-start"):
 
 class StepFinished(_Event, frozen=True, kw_only=True, tag="step-finish"):
     """An attempt at a step ended: ``accepted`` (its chunks stand), ``retried`` (withdrawn by a
-    processor's ``abort(retry=True)``; the step runs again), ``tripwire`` or ``error``.
-    ``reason``: the tripwire's reason or the error as shown, for the last three."""
+    processor's ``abort(retry=True)``; the step runs again), ``tripwire``, ``error``, or
+    ``closed`` (the consumer stopped reading). ``reason``: the tripwire's reason or the error
+    as shown."""
 
     step_number: int
     retry_count: int
-    outcome: Literal["accepted", "retried", "tripwire", "error"]
+    outcome: Literal["accepted", "retried", "tripwire", "error", "closed"]
     finish_reason: str | None
     usage: dict[str, int]
     at: float

@@ -373,3 +373,57 @@ async def test_a_guard_on_step_finish_blocks_the_step_not_accepts_it() -> None:
     assert [(e.outcome, e.reason) for e in log.of(StepFinished)] == [("tripwire",
                                                                       "no finishing")]
     assert log.events[-1].type == "run-finish"
+
+
+async def test_observers_beside_tracing_change_no_span() -> None:
+    """A traced run with observers: the same span tree as without (the observer wraps the
+    run's tracer and calls it first), and every processor span still gets its record."""
+    pytest.importorskip("opentelemetry.sdk.trace", reason="opentelemetry-sdk (test extra)")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from streamkit.tracing import _settings, instrument
+
+    shout = P("shout", process_output_stream=lambda part: part,
+              process_output_result=lambda result: None)
+
+    def agent() -> Agent:
+        return Agent(id="a", model=ScriptedModel([text("hi there")]), output_processors=[shout])
+
+    saved = _settings._settings
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrument(provider, capture_content=False)
+    try:
+        await agent().generate("hi")
+        plain = sorted(s.name for s in exporter.get_finished_spans())
+        exporter.clear()
+        log = EventLog(chunk_detail=True)
+        await agent().generate("hi", observers=[log])
+        watched = sorted(s.name for s in exporter.get_finished_spans())
+    finally:
+        _settings._settings = saved
+    assert watched == plain and any("shout" in name for name in plain)
+    assert {(h.processor_id, h.hook) for h in log.of(HookCalled)} == {
+        ("shout", "process_output_stream"), ("shout", "process_output_result")}
+    assert log.events[-1].type == "run-finish"
+
+
+async def test_a_consumer_that_leaves_early_ends_the_run_closed(mode: str) -> None:
+    slow = P("slow", process_output_stream=as_mode(lambda part: part, mode))
+    agent = Agent(id="a", model=ScriptedModel([text("one two three four")]),
+                  output_processors=[slow])
+    log = EventLog(chunk_detail=True)
+    stream = agent.stream("hi", observers=[log])
+    async for chunk in stream:
+        if chunk.type == "text-delta":
+            break
+    await stream.aclose()
+    finish = log.events[-1]
+    assert isinstance(finish, RunFinished) and finish.outcome == "closed"
+    assert [e.outcome for e in log.of(StepFinished)] == ["closed"]
+    assert decode_event(msgspec.json.encode(finish)) == finish
+    # What the consumer got before leaving, and nothing after.
+    assert [e.chunk["type"] for e in log.of(ChunkOut)][-1] == "text-delta"

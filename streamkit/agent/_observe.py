@@ -234,7 +234,7 @@ class Observed(RunTracer):
         else:
             outcome = "ok"
         if self._step is not None:
-            self._step_end(run, "error" if outcome in ("error", "closed") else "tripwire",
+            self._step_end(run, outcome if outcome in ("error", "closed") else "tripwire",
                            None, None, None, None)
         tw = st.tripwire
         shown = None

@@ -282,3 +282,33 @@ async def test_studio_off_and_values_without_json() -> None:
     frame = event_frame(ToolCalled(run_id="r", step_number=0, tool_call_id="c",
                                    tool_name="t", args=Opaque()))
     assert json.loads(frame[len(b"data: "):])["args"] == "<Opaque thing>"
+
+
+async def test_the_demo_model_waits_its_pace_before_each_chunk(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pace`` reaches the served model and the terminal demo's: one wait of ``pace`` ms per
+    chunk (counted, not timed), none at 0."""
+    import asyncio
+
+    from streamkit._demo import build_agent
+
+    waits: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def counted(delay: float, *args: Any) -> Any:
+        if delay:
+            waits.append(delay)
+        return await real_sleep(0)
+
+    monkeypatch.setattr(asyncio, "sleep", counted)
+    for agent, prompt in ((build_serve_agent(pace=30), "hello"),
+                          (build_agent(pace=30), "hello")):
+        waits.clear()
+        stream = agent.stream(prompt)
+        got = [c async for c in stream]
+        assert waits and set(waits) == {0.03}
+        model_chunks = [c for c in got if c.type in ("text-delta", "text-start", "text-end")]
+        assert len(waits) >= len(model_chunks)
+    waits.clear()
+    await build_serve_agent(pace=0).generate("hello")
+    assert waits == []
