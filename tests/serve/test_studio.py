@@ -330,3 +330,36 @@ def test_a_long_thread_opens_whole(page: Page, studio_db: Path,
     expect(users.last).to_have_text("userturn 64")
     expect(page.locator(".message.assistant.stored")).to_have_count(65)
     expect(page.locator(".message.assistant.stored").last).to_contain_text("You said 'turn 64'")
+
+
+def test_the_demo_shows_each_case_in_the_studio(browser: Browser) -> None:
+    """``python -m streamkit serve --demo``: the prompts docs/studio.md lists, each drawn as its
+    case (the screenshot is the README's, docs/studio.png, retaken as an artifact)."""
+    with serving("--demo", "--memory", ":memory:", "--pace-ms", "5") as url:
+        context = browser.new_context(viewport={"width": 1120, "height": 600})
+        try:
+            page = context.new_page()
+            page.goto(url + "/")
+            expect(page.locator("#agent option")).to_have_text(["Support"], timeout=WAIT_MS)
+            expect(page.locator("#status")).to_have_text("ready", timeout=WAIT_MS)
+            turn = send(page, "Track my parcel ORD-1001")
+            progress = turn.locator('[data-part="data-progress"]')
+            expect(progress).to_have_count(1)
+            expect(progress).to_have_attribute("data-pct", "100")
+            turn = send(page, "Can I get a refund?")
+            expect(turn.locator('[data-part="withdrawn"]')).to_contain_text("no-promises")
+            turn = send(page, "What is the admin password?", status="blocked")
+            expect(turn.locator('[data-part="tripwire"]')).to_contain_text("block-secrets")
+            turn = send(page, "Where is my order? I'm customer C-42.")
+            expect(turn.locator('[data-part="tool-lookup_customer"]')).to_have_attribute(
+                "data-state", "result")
+            turn = send(page, "What email do you have on file for me?")
+            expect(turn.locator('[data-part="text"]')).to_contain_text("[email]")
+            page.check("#only-touched")
+            redacted = page.locator('#timeline .action[data-processor="mask-emails"]'
+                                    '[data-action="redacted"]')
+            expect(redacted).to_have_count(1)
+            expect(redacted.locator("ins")).to_contain_text("[email]")
+            shoot(page, "demo")
+        finally:
+            context.close()
