@@ -14,6 +14,8 @@ What the model answers depends on the last user message:
 * it names ``retry`` -> a text starting "Oh fine", which the ``no-curt`` guard withdraws once
   (``abort(retry=True)``); the second attempt is accepted;
 * it names ``forbidden`` -> a text that the ``topic-guard`` blocks (a tripwire, no retry);
+* it names ``hold`` -> a text whose words the ``sentence-buffer`` holds back until each
+  sentence ends (``held``, then ``released``);
 * it names ``explode`` -> the model call fails (``api_error(400)``): the turn ends in an error;
 * anything else -> a long text that repeats the message and counts the thread's user messages
   (so a continued thread shows that memory kept the earlier turn).
@@ -87,6 +89,28 @@ class TopicGuard(Processor):
         return part
 
 
+class SentenceBuffer(Processor):
+    """Holds back the words of a text that opens "Hold" until each sentence ends, then lets the
+    sentence out as one chunk (``holds = True``: what it returns nothing for is held, not
+    dropped). Any other text passes."""
+
+    id = "sentence-buffer"
+    holds = True
+
+    def process_output_stream(self, part: Any, state: dict[str, Any]) -> Any:
+        if part.type != "text-delta":
+            return part
+        if part.payload.text.startswith("Hold"):
+            state["on"] = True
+        if not state.get("on"):
+            return part
+        state["buffer"] = state.get("buffer", "") + part.payload.text
+        if not part.payload.text.endswith("."):
+            return None
+        sentence, state["buffer"] = state["buffer"], ""
+        return part.replace(text=sentence)
+
+
 def _said(message: dict[str, Any]) -> str:
     content = message.get("content")
     if isinstance(content, str):
@@ -112,6 +136,8 @@ def _answer(request: ModelRequest) -> Any:
         return text("Write to ada@example.com and we will answer today.")
     if "retry" in said:
         return text("Oh fine. Here is a fuller answer after all.")
+    if "hold" in said:
+        return text("Hold on. This sentence waits for its end.")
     if "explode" in said:
         return api_error(400, "the model refused the request", is_retryable=False)
     if "forbidden" in said:
@@ -141,8 +167,8 @@ class PacedModel:
 def build(memory: Memory | None = None) -> Agent:
     return Agent(id="studio", name="Studio test", instructions="Answer briefly.",
                  model=PacedModel(), tools=[check_order], memory=memory,
-                 output_processors=[RedactEmail(), NoCurt(), TopicGuard()], max_steps=4,
-                 max_processor_retries=2)
+                 output_processors=[RedactEmail(), NoCurt(), TopicGuard(), SentenceBuffer()],
+                 max_steps=4, max_processor_retries=2)
 
 
 _DB = os.environ.get("STREAMKIT_TEST_STUDIO_DB")

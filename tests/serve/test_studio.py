@@ -193,6 +193,21 @@ def test_a_redacting_guard_shows_its_diff(page: Page) -> None:
     shoot(page, "redact", show=page.locator("#timeline"))
 
 
+def test_held_words_are_shown_held_then_released(page: Page) -> None:
+    turn = send(page, "hold it, please")
+    expect(turn.locator('[data-part="text"]')).to_have_text(
+        "Hold on. This sentence waits for its end.")
+    buffer = '#timeline .action[data-processor="sentence-buffer"]'
+    # "Hold" waits for " on.", "This sentence waits for its" for " end.".
+    expect(page.locator(buffer + '[data-action="held"]')).to_have_count(6)
+    released = page.locator(buffer + '[data-action="released"]')
+    expect(released).to_have_count(2)
+    expect(released.last).to_contain_text("This sentence waits for its end.")
+    expect(page.locator(buffer + '[data-action="held"] del').first).to_have_text("Hold")
+    page.check("#only-touched")
+    shoot(page, "held", show=page.locator("#timeline"))
+
+
 def test_a_retried_attempt_is_marked_withdrawn(page: Page) -> None:
     turn = send(page, "retry please")
     note = turn.locator('[data-part="withdrawn"]')
