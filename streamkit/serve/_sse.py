@@ -52,6 +52,24 @@ SSE_HEADERS = {
 CLOSE_TIMEOUT = 10.0
 
 
+#: Encoded header lists by the headers they were encoded from (the routes send the same few
+#: header sets again and again, so each is encoded once).
+_RAW_HEADERS: dict[tuple[tuple[str, str], ...], list[tuple[bytes, bytes]]] = {}
+
+
+def _raw_headers(headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
+    """``headers`` as ASGI's raw list (lower-case latin-1 names, latin-1 values), remembered
+    for up to 64 distinct header sets (past that, encoded each time)."""
+    key = tuple(headers.items())
+    found = _RAW_HEADERS.get(key)
+    if found is not None:
+        return found
+    raw = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in key]
+    if len(_RAW_HEADERS) < 64:
+        _RAW_HEADERS[key] = raw
+    return raw
+
+
 def _wake(future: asyncio.Future[None] | None) -> None:
     if future is not None and not future.done():
         future.set_result(None)
@@ -205,7 +223,7 @@ class SSEResponse(Response):
         # Not ``super().__init__``: with no body it would declare ``content-length: 0``.
         self.status_code = 200
         self.background = None
-        self.init_headers(dict(headers))
+        self.raw_headers = list(_raw_headers(headers))  # a copy: middleware may add to it
         self._events = events
         self._first = first
         self._heartbeat = heartbeat
