@@ -188,6 +188,12 @@ class EventStream:
         return bool(self._buffer) or self._ended
 
     @property
+    def produced(self) -> bool:
+        """The producer has ended without an error: what ``ready()`` returns now is the rest
+        of the stream."""
+        return self._ended and self._error is None
+
+    @property
     def finished(self) -> bool:
         """Ended, nothing left to take and nothing to raise: the next ``ready()`` is
         ``None``."""
@@ -230,6 +236,21 @@ class SSEResponse(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         events = self._events
+        if events.produced:
+            # The whole stream was produced while the route waited for its first frame (a
+            # short answer, no real waits in the run): head and body, no listener task.
+            try:
+                await send({"type": "http.response.start", "status": self.status_code,
+                            "headers": self.raw_headers})
+                rest = events.ready()
+                await send({"type": "http.response.body",
+                            "body": b"".join([self._first, *rest]) if rest else self._first,
+                            "more_body": False})
+            except OSError:
+                pass  # the client went away while we were writing
+            finally:
+                await events.cancel()
+            return
         disconnected = False
 
         async def listen() -> None:
