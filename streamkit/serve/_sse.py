@@ -110,8 +110,10 @@ class EventStream:
         try:
             async for frame in self._frames:
                 buffer.append(frame)
-                if self._arrived is not None:
-                    _wake(self._arrived)
+                arrived = self._arrived
+                if arrived is not None:  # the consumer waits: woken once, then forgotten
+                    self._arrived = None
+                    _wake(arrived)
                 if len(buffer) >= size:
                     self._room = loop.create_future()
                     await self._room
