@@ -306,7 +306,9 @@ def serve(targets: Sequence[str], *, demo: bool = False, host: str = "127.0.0.1"
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    config = uvicorn_config(app, log_level="warning", lifespan="off",
+    # access_log off: at log level "warning" uvicorn's access lines are never shown, but it
+    # still formats the client address and path of every response to hand them to the logger.
+    config = uvicorn_config(app, log_level="warning", lifespan="off", access_log=False,
                             timeout_graceful_shutdown=5)
     served = f" (agents: {', '.join(a.id for a in agents)}" + \
         (f"; {workers} workers)" if workers > 1 else ")")
