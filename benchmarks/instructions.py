@@ -92,6 +92,46 @@ async def main():
             pass
 asyncio.run(main())
 """,
+    # One request through the served app (``create_app`` of benchmarks.serve_agent's agent),
+    # called as uvicorn calls it but with no socket: the agent run, the serving layer (limits,
+    # body, request parsing, tenancy, the producer task, framing, the response) and asyncio;
+    # not httptools nor the kernel. argv[1] = 0: the stream route, 1: the chat route.
+    "served request": """
+import asyncio, sys
+from benchmarks.serve_agent import agent
+from streamkit.serve import create_app
+chat, r = int(sys.argv[1]), int(sys.argv[2])
+app = create_app(agent)
+path = "/chat/demo" if chat else "/api/agents/demo/stream"
+body = (b'{"messages":[{"id":"m1","role":"user","parts":[{"type":"text","text":"hello"}]}]}'
+        if chat else b'{"messages":[{"role":"user","content":"hello"}]}')
+headers = [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json"),
+           (b"content-length", str(len(body)).encode())]
+async def one():
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+             "method": "POST", "scheme": "http", "path": path, "raw_path": path.encode(),
+             "query_string": b"", "root_path": "", "headers": headers,
+             "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8000), "state": {}}
+    done = asyncio.get_running_loop().create_future()
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+    status = []
+    async def receive():
+        if pending:
+            return pending.pop()
+        await done
+        return {"type": "http.disconnect"}
+    async def send(message):
+        if message["type"] == "http.response.start":
+            status.append(message["status"])
+        elif not message.get("more_body") and not done.done():
+            done.set_result(None)
+    await app(scope, receive, send)
+    assert status == [200], status
+async def main():
+    for _ in range(r + 1):
+        await one()
+asyncio.run(main())
+""",
     "mastra c": """
 import asyncio, sys
 from benchmarks.rows_mastra import (MockModel, Uppercase, DropEvery10th, WordCount, INSTRUCTIONS)
@@ -168,6 +208,8 @@ ROWS = [
     ("agent.stream", 3, 1, 10_001, "chunk"),
     ("100-chunk requests", 0, 0, 200, "request"),
     ("100-chunk requests", 3, 0, 200, "request"),
+    ("served request", 0, 0, 200, "request"),
+    ("served request", 1, 0, 200, "request"),
     *((f"agent.stream · {state}", 3, 1, 10_001, "chunk") for state in _OTEL_STATES),
     *((f"requests · {state}", 3, 0, 200, "request") for state in _OTEL_STATES),
     # Mastra's scenarios, and the pieces of a d0 request: the mock model's own cost per chunk

@@ -22,8 +22,11 @@ Both the server and the in-process side run on the loop ``python -m streamkit se
 
 Reported per side: wall time, requests/s (N / wall), chunks/s, p50/p99 time to first chunk (from
 sending the request — or calling ``stream()`` — to the first event), and memory per stream
-(peak RSS during the run minus RSS before it, / N). The agent has no processors; its model
-streams M one-word text deltas. The machine is shared: compare the two sides of one run.
+(peak RSS during the run minus RSS before it, / N), and CPU µs per chunk of the process that
+serves (HTTP: the server's, not the client's; in-process: the whole process). The agent has no
+processors; its model streams M one-word text deltas. The machine is shared: compare the two
+sides of one run. On a loaded host the chunks/s ratio moves with the scheduler (0.6-2.5x in
+four runs at load average 15); the ratio of CPU per chunk does much less.
 """
 
 from __future__ import annotations
@@ -179,7 +182,9 @@ def _http_side(streams: int, chunks: int, tmp: Path) -> dict[str, Any]:
         port = int(port_file.read_text())
         asyncio.run(_one_stream_ready(port, chunks))
         before = _rss_kib(server.pid)["VmRSS"]
+        cpu0 = _cpu_s(server.pid)
         wall, firsts = asyncio.run(_http_load(port, streams, chunks))
+        cpu = _cpu_s(server.pid) - cpu0
         peak = _rss_kib(server.pid)["VmHWM"]
     finally:
         server.terminate()
@@ -189,7 +194,7 @@ def _http_side(streams: int, chunks: int, tmp: Path) -> dict[str, Any]:
             server.kill()
             server.wait(30)
         port_file.unlink(missing_ok=True)
-    return _row("HTTP (uvicorn, 127.0.0.1)", streams, chunks, wall, firsts, before, peak)
+    return _row("HTTP (uvicorn, 127.0.0.1)", streams, chunks, wall, firsts, before, peak, cpu)
 
 
 async def _one_stream_ready(port: int, chunks: int) -> None:
@@ -234,9 +239,12 @@ async def _inproc_load(streams: int, chunks: int) -> tuple[float, list[float]]:
 def _inproc_role(streams: int, chunks: int) -> None:
     _loop_run(_inproc_load(1, chunks))
     before = _rss_kib()["VmRSS"]
+    cpu0 = _cpu_s(os.getpid())
     wall, firsts = _loop_run(_inproc_load(streams, chunks))
+    cpu = _cpu_s(os.getpid()) - cpu0
     peak = _rss_kib()["VmHWM"]
-    print(json.dumps(_row("in-process (no HTTP)", streams, chunks, wall, firsts, before, peak)))
+    print(json.dumps(_row("in-process (no HTTP)", streams, chunks, wall, firsts, before, peak,
+                          cpu)))
 
 
 def _inproc_side(streams: int, chunks: int) -> dict[str, Any]:
@@ -249,9 +257,19 @@ def _inproc_side(streams: int, chunks: int) -> dict[str, Any]:
     return row
 
 
+def _cpu_s(pid: int) -> float:
+    """utime + stime of process ``pid`` (all threads), seconds."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _row(name: str, streams: int, chunks: int, wall: float, firsts: list[float], before: int,
-         peak: int) -> dict[str, Any]:
+         peak: int, cpu: float) -> dict[str, Any]:
     return {
+        # CPU seconds of the serving process (HTTP: the server, not the client) per chunk:
+        # unlike chunks/s, it does not move with what else runs on the machine's cores.
+        "cpu_us_per_chunk": round(cpu / (streams * chunks) * 1e6, 3),
         "name": name, "streams": streams, "chunks": chunks, "wall_s": round(wall, 3),
         "requests_per_s": round(streams / wall, 1),
         "chunks_per_s": round(streams * chunks / wall),
@@ -272,9 +290,9 @@ def run(streams: int = 200, chunks: int = 1000, tmp: Path | None = None) -> list
 
 def format_table(rows: list[dict[str, Any]]) -> str:
     head = ["", "streams", "chunks", "wall s", "req/s", "chunks/s", "TTFC p50 ms",
-            "TTFC p99 ms", "KiB/stream"]
+            "TTFC p99 ms", "KiB/stream", "CPU µs/chunk"]
     keys = ["name", "streams", "chunks", "wall_s", "requests_per_s", "chunks_per_s",
-            "ttfc_p50_ms", "ttfc_p99_ms", "kib_per_stream"]
+            "ttfc_p50_ms", "ttfc_p99_ms", "kib_per_stream", "cpu_us_per_chunk"]
     table = [head] + [[str(r[k]) for k in keys] for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
@@ -283,6 +301,10 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     if len(rows) == 2 and rows[1]["chunks_per_s"]:
         lines.append(f"HTTP / in-process throughput: "
                      f"{rows[0]['chunks_per_s'] / rows[1]['chunks_per_s']:.2f}x")
+        if rows[0]["cpu_us_per_chunk"]:
+            lines.append(f"in-process / server CPU per chunk: "
+                         f"{rows[1]['cpu_us_per_chunk'] / rows[0]['cpu_us_per_chunk']:.2f}x "
+                         f"(the throughput ratio with a core for the server alone)")
     return "\n".join(lines)
 
 

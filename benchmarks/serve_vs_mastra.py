@@ -18,8 +18,10 @@ The load client (``sse_client.py``, a fresh process per measurement) runs closed
 keep-alive connections, reads every response to its end and checks it (200, ``[DONE]``, the
 text-delta count). Each round measures every scenario on every side in turn, the first side
 rotating per round; the ratios are paired per round (same minute), then the median is taken.
-Server CPU per request is the server process's utime+stime over the measured requests (not for
-``sk-2w``: its workers are other processes). Loopback only; fixed request counts, time caps.
+Server CPU per request is the server process's utime+stime over the measured requests (for
+``sk-2w``, the parent's and its workers'); "server cores" and "client cores" are the CPU
+seconds per wall second of the server (all its processes) and of the load client. Loopback
+only; fixed request counts, time caps.
 
 Everything that can be missing (``npm``, the registry, Node 22) makes the run print why and
 skip the Mastra side.
@@ -105,6 +107,7 @@ class Side:
     cwd: str | None
     env: dict[str, str]
     cpu: bool = True  # whether the process's own CPU is the server's
+    children: bool = False  # add its children's CPU (the workers of --workers N)
     proc: subprocess.Popen[bytes] | None = None
     port: int = 0
 
@@ -144,7 +147,8 @@ def _sides(deltas: int, mastra_server: tuple[Path, Path] | None, before: str | N
     if workers:
         sides.append(Side("sk-2w", [sys.executable, *serve, "--workers", "2"],
                           str(HERE.parent),
-                          dict(env, SK_MEMORY=str(scratch / "workers.sqlite3")), cpu=False))
+                          dict(env, SK_MEMORY=str(scratch / "workers.sqlite3")),
+                          children=True))
     return sides
 
 
@@ -193,6 +197,8 @@ def _client(side: Side, s: Scenario, *, requests: int | None = None) -> dict[str
            "--expect-deltas", str(s.deltas), "--max-seconds", str(s.cap_s), "--timeout", "60"]
     if side.cpu:
         cmd += ["--server-pid", str(side.proc.pid)]
+        if side.children:
+            cmd.append("--server-children")
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=s.cap_s + 240)
     if done.returncode != 0:
         return {"client_error": done.stderr[-1500:]}
@@ -270,9 +276,13 @@ def summarize(result: dict[str, Any]) -> list[dict[str, Any]]:
                 "cpu_ms_per_req": _median([r["server"]["cpu_ms_per_req"] for r in mine
                                            if "server" in r]),
                 "peak_rss_mib": _median([r["server"]["peak_rss_mib"] for r in mine
+                                         if "server" in r and side != "sk-2w"]),
+                "server_cores": _median([r["server"]["cpu_util"] for r in mine
                                          if "server" in r]),
+                "client_cores": _median([r["client_cpu_util"] for r in mine
+                                         if "client_cpu_util" in r]),
                 "errors": sum(r["errors"] for r in mine)}
-            for base in ("mastra", "sk-before"):
+            for base in ("mastra", "sk-before", "sk"):
                 ratios = [rs[side]["rps"] / rs[base]["rps"] for rs in by_round.values()
                           if side in rs and base in rs and rs[base]["rps"]]
                 entry[f"x_{base}"] = _median(ratios)
@@ -290,14 +300,17 @@ def _fmt(value: Any, digits: int = 1) -> str:
 
 def format_table(result: dict[str, Any]) -> str:
     head = ["scenario", "side", "req/s", "deltas/s", "1st text p50 ms", "p99 ms",
-            "CPU ms/req", "peak RSS MiB", "x Mastra", "x before"]
+            "CPU ms/req", "server cores", "client cores", "peak RSS MiB", "x Mastra",
+            "x before", "x sk"]
     table = [head]
     for e in summarize(result):
         table.append([e["scenario"], e["side"], _fmt(e["rps"]),
                       _fmt(e["text_deltas_per_s"], 0), _fmt(e["first_text_p50_ms"], 2),
                       _fmt(e["first_text_p99_ms"], 2), _fmt(e["cpu_ms_per_req"], 3),
+                      _fmt(e["server_cores"], 2), _fmt(e["client_cores"], 2),
                       _fmt(e["peak_rss_mib"]), _fmt(e["x_mastra"], 2),
-                      _fmt(e["x_sk-before"], 2)])
+                      _fmt(e["x_sk-before"], 2),
+                      _fmt(e["x_sk"], 2) if e["side"] != "sk" else "-"])
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w)
                        for i, (c, w) in enumerate(zip(row, widths))) for row in table]

@@ -51,6 +51,22 @@ def proc_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # fields 14 and 15 of stat
 
 
+def proc_tree_cpu_s(pid: int) -> float:
+    """utime + stime of ``pid`` and its live children (``serve --workers N``: the workers)."""
+    total = proc_cpu_s(pid)
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            children = [int(c) for c in fh.read().split()]
+    except OSError:
+        return total
+    for child in children:
+        try:
+            total += proc_cpu_s(child)
+        except OSError:
+            pass  # exited meanwhile
+    return total
+
+
 def proc_mem_kib(pid: int) -> dict[str, int]:
     out = {}
     with open(f"/proc/{pid}/status") as fh:
@@ -311,6 +327,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=60.0, help="per request")
     ap.add_argument("--no-keepalive", action="store_true")
     ap.add_argument("--server-pid", type=int, help="server process: CPU time and peak RSS")
+    ap.add_argument("--server-children", action="store_true",
+                    help="add the CPU time of the server's children (its workers)")
     ap.add_argument("--no-uvloop", action="store_true")
     ap.add_argument("--label", default="")
     args = ap.parse_args(argv)
@@ -346,7 +364,8 @@ def main(argv: list[str] | None = None) -> int:
         pid = args.server_pid
         hwm_reset = reset_hwm(pid) if pid else None
         mem0 = proc_mem_kib(pid) if pid else None
-        cpu0 = proc_cpu_s(pid) if pid else None
+        cpu_of = proc_tree_cpu_s if args.server_children else proc_cpu_s
+        cpu0 = cpu_of(pid) if pid else None
         me0 = resource.getrusage(resource.RUSAGE_SELF)
         results, wall = await run_load(args.host, args.port, raw, args.concurrency,
                                        args.requests, args.expect_deltas, args.max_seconds,
@@ -357,8 +376,9 @@ def main(argv: list[str] | None = None) -> int:
                     "concurrency": args.concurrency, "port": args.port})
         client_cpu = (me1.ru_utime - me0.ru_utime) + (me1.ru_stime - me0.ru_stime)
         out["client_cpu_ms_per_req"] = round(client_cpu / max(1, len(results)) * 1e3, 4)
+        out["client_cpu_util"] = round(client_cpu / wall, 3)  # cores the load client used
         if pid:
-            cpu1 = proc_cpu_s(pid)
+            cpu1 = cpu_of(pid)
             mem1 = proc_mem_kib(pid)
             out["server"] = {
                 "pid": pid, "cpu_s": round(cpu1 - cpu0, 3),

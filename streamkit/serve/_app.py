@@ -52,16 +52,23 @@ __all__ = ["create_app", "ui_frames", "chat_page"]
 _encode = msgspec.json.Encoder().encode
 
 
+_UNENCODABLE = (UnicodeEncodeError, RecursionError, TypeError, ValueError)
+
+
+def _unencodable(part: dict[str, Any], exc: BaseException) -> InvalidArgument:
+    return InvalidArgument(f"UI chunk {part.get('type')!r} cannot be encoded: "
+                           f"{type(exc).__name__}: {exc}; text must be valid Unicode "
+                           f"and values nested at most a few hundred levels")
+
+
 def _ui_frame(part: dict[str, Any]) -> bytes:
     """``data: <JSON>\n\n``; a part that cannot be encoded (a lone surrogate in a model's
     text) is a typed error, so the stream reports it in-band and still ends with ``[DONE]``
     (as ``_mastra.sse_frame`` does through ``wire.encode``)."""
     try:
         return b"data: " + _encode(part) + b"\n\n"
-    except (UnicodeEncodeError, RecursionError, TypeError, ValueError) as exc:
-        raise InvalidArgument(f"UI chunk {part.get('type')!r} cannot be encoded: "
-                              f"{type(exc).__name__}: {exc}; text must be valid Unicode "
-                              f"and values nested at most a few hundred levels") from None
+    except _UNENCODABLE as exc:
+        raise _unencodable(part, exc) from None
 
 
 async def ui_frames(stream: AgentStream) -> AsyncIterator[bytes]:
@@ -73,11 +80,16 @@ async def ui_frames(stream: AgentStream) -> AsyncIterator[bytes]:
     ui = UIMessageStream()
     sent = False
     try:
+        convert = ui.convert
         async for chunk in stream:
             if not sent and isinstance(chunk, ErrorChunk):
                 await stream.result()  # a run that failed before it started: raises why
-            for part in ui.convert(chunk):
-                yield _ui_frame(part)
+            for part in convert(chunk):
+                try:  # _ui_frame, inlined: this loop runs once per chunk of every stream
+                    data = _encode(part)
+                except _UNENCODABLE as exc:
+                    raise _unencodable(part, exc) from None
+                yield b"data: " + data + b"\n\n"
                 sent = True
     except StreamkitError as exc:
         if not sent:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import importlib
 import importlib.util
 import os
@@ -311,12 +312,20 @@ def serve(targets: Sequence[str], *, demo: bool = False, host: str = "127.0.0.1"
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    config = uvicorn_config(app, log_level="warning", lifespan="off",
+    # access_log off: at log level "warning" uvicorn's access lines are never shown, but it
+    # still formats the client address and path of every response to hand them to the logger.
+    config = uvicorn_config(app, log_level="warning", lifespan="off", access_log=False,
                             timeout_graceful_shutdown=5)
     served = f" (agents: {', '.join(a.id for a in agents)}" + \
         (f"; {workers} workers)" if workers > 1 else ")")
     announce = _writer(out, f"streamkit serve: http://{shown}:{bound}{served}\n" + (
         f"streamkit studio: http://{shown}:{bound}/\n" if studio else ""))
+    # What start-up built (modules, the agents, the app) lives as long as the server: moved
+    # out of the collector's generations, so a full collection walks only what requests left
+    # (and forked workers do not touch, so do not copy, those pages). Issue 28: the collector
+    # was one of the tails of the first-chunk latency.
+    gc.collect()
+    gc.freeze()
     try:
         if workers > 1:
             def close() -> None:

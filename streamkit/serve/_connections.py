@@ -296,6 +296,51 @@ class GuardedH11Protocol(_Guard, H11Protocol):
             self.close_idle()
 
 
+class _HeadFirst:
+    """The transport as one response sees it (httptools): the status line and headers, the
+    response's first write, are held until its next write and go out with it, in one
+    ``write`` (one system call and, with ``TCP_NODELAY``, one packet instead of two). A
+    response that writes nothing more in this turn of the loop gets its head sent at the end
+    of the turn (``call_soon``), so nothing waits: an SSE stream whose first frame is slow
+    still shows its head at once. Everything else is the transport's.
+
+    Decision (issue 28): a 3-delta stream was two writes, the head and then the body; the
+    head's write was ~10 % of the server's samples under load (py-spy, 50 clients).
+    """
+
+    __slots__ = ("_transport", "_held")
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+        self._held: bytes | None = b""  # b"": nothing written yet; None: head sent
+
+    def write(self, data: bytes) -> None:
+        held = self._held
+        if held is None:
+            self._transport.write(data)
+        elif held:
+            self._held = None
+            self._transport.write(held + data)
+        else:
+            self._held = data
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        held, self._held = self._held, None
+        if held and not self._transport.is_closing():
+            self._transport.write(held)
+
+    def close(self) -> None:
+        self._flush()
+        self._transport.close()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
 class GuardedHttpToolsProtocol(_Guard, HttpToolsProtocol):
     """uvicorn's httptools (llhttp, C) protocol with the same guards as ``GuardedH11Protocol``
     (see the module docstring), and the bound on a head still arriving that h11 applies
@@ -357,6 +402,9 @@ class GuardedHttpToolsProtocol(_Guard, HttpToolsProtocol):
         self._head_bytes = 0
         self._head_in()
         super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not None and cycle.transport is self.transport:
+            cycle.transport = _HeadFirst(self.transport)  # type: ignore[assignment]
 
     def pause_writing(self) -> None:
         super().pause_writing()

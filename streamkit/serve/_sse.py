@@ -52,6 +52,24 @@ SSE_HEADERS = {
 CLOSE_TIMEOUT = 10.0
 
 
+#: Encoded header lists by the headers they were encoded from (the routes send the same few
+#: header sets again and again, so each is encoded once).
+_RAW_HEADERS: dict[tuple[tuple[str, str], ...], list[tuple[bytes, bytes]]] = {}
+
+
+def _raw_headers(headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
+    """``headers`` as ASGI's raw list (lower-case latin-1 names, latin-1 values), remembered
+    for up to 64 distinct header sets (past that, encoded each time)."""
+    key = tuple(headers.items())
+    found = _RAW_HEADERS.get(key)
+    if found is not None:
+        return found
+    raw = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in key]
+    if len(_RAW_HEADERS) < 64:
+        _RAW_HEADERS[key] = raw
+    return raw
+
+
 def _wake(future: asyncio.Future[None] | None) -> None:
     if future is not None and not future.done():
         future.set_result(None)
@@ -92,8 +110,10 @@ class EventStream:
         try:
             async for frame in self._frames:
                 buffer.append(frame)
-                if self._arrived is not None:
-                    _wake(self._arrived)
+                arrived = self._arrived
+                if arrived is not None:  # the consumer waits: woken once, then forgotten
+                    self._arrived = None
+                    _wake(arrived)
                 if len(buffer) >= size:
                     self._room = loop.create_future()
                     await self._room
@@ -170,6 +190,12 @@ class EventStream:
         return bool(self._buffer) or self._ended
 
     @property
+    def produced(self) -> bool:
+        """The producer has ended without an error: what ``ready()`` returns now is the rest
+        of the stream."""
+        return self._ended and self._error is None
+
+    @property
     def finished(self) -> bool:
         """Ended, nothing left to take and nothing to raise: the next ``ready()`` is
         ``None``."""
@@ -205,13 +231,28 @@ class SSEResponse(Response):
         # Not ``super().__init__``: with no body it would declare ``content-length: 0``.
         self.status_code = 200
         self.background = None
-        self.init_headers(dict(headers))
+        self.raw_headers = list(_raw_headers(headers))  # a copy: middleware may add to it
         self._events = events
         self._first = first
         self._heartbeat = heartbeat
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         events = self._events
+        if events.produced:
+            # The whole stream was produced while the route waited for its first frame (a
+            # short answer, no real waits in the run): head and body, no listener task.
+            try:
+                await send({"type": "http.response.start", "status": self.status_code,
+                            "headers": self.raw_headers})
+                rest = events.ready()
+                await send({"type": "http.response.body",
+                            "body": b"".join([self._first, *rest]) if rest else self._first,
+                            "more_body": False})
+            except OSError:
+                pass  # the client went away while we were writing
+            finally:
+                await events.cancel()
+            return
         disconnected = False
 
         async def listen() -> None:

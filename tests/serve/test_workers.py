@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import re
 import subprocess
 import sys
@@ -73,3 +74,89 @@ def test_the_command_line_refuses_workers_over_memory_with_a_clear_error() -> No
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "error: --workers 2 with a SQLite ':memory:' store" in done.stderr
+
+
+# ------------------------------------------------------------------ workers over shared backends
+
+CONNECTION_TRIES = 40  # keep-alive connections opened, at most, to meet both workers
+
+
+def _pid_over(client: httpx.Client) -> int:
+    reply = client.post("/api/agents/pid/generate", json={"messages": "which?"})
+    assert reply.status_code == 200, reply.text[:300]
+    found = re.fullmatch(r"pid (\d+)", reply.json()["text"])
+    assert found, reply.json()["text"]
+    return int(found.group(1))
+
+
+def _one_client_per_worker(url: str) -> list[tuple[httpx.Client, int]]:
+    """Two keep-alive clients (one connection each) held by two different workers; the others
+    opened on the way are closed. A connection stays with the worker that accepted it, which
+    each client checks again on its second request."""
+    found: dict[int, httpx.Client] = {}
+    for _ in range(CONNECTION_TRIES):
+        client = httpx.Client(base_url=url, timeout=WAIT,
+                              limits=httpx.Limits(max_connections=1))
+        pid = _pid_over(client)
+        if pid in found:
+            client.close()
+            continue
+        assert _pid_over(client) == pid  # the same connection, the same worker
+        found[pid] = client
+        if len(found) == 2:
+            return list((c, p) for p, c in found.items())
+    for client in found.values():
+        client.close()
+    raise AssertionError(f"{CONNECTION_TRIES} connections all went to worker(s) "
+                         f"{sorted(found)}")
+
+
+def test_two_workers_share_postgres_memory_and_redis_cache_and_budget(
+        pg_dsn: str, pg_schema: str, redis_url: str, redis_prefix: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 28, 4: several workers serve as one server when the memory is in PostgreSQL and the
+    # ResponseCache / CostGuard backends are in Redis. With per-process state (SQLite
+    # ":memory:", InMemoryCache, InMemoryUsageStore) each assertion below fails: the second
+    # worker would recall nothing, compute its own answer and find the budget untouched.
+    monkeypatch.setenv("SK_TEST_PG_DSN", pg_dsn)
+    monkeypatch.setenv("SK_TEST_PG_SCHEMA", pg_schema)
+    monkeypatch.setenv("SK_TEST_REDIS_URL", redis_url)
+    monkeypatch.setenv("SK_TEST_PREFIX", redis_prefix)
+    with serving("tests.serve._shared_agents:agents", "--workers", "2") as url:
+        (a, pid_a), (b, pid_b) = _one_client_per_worker(url)
+        try:
+            assert pid_a != pid_b
+            # Memory: a turn stored through worker A is recalled through worker B.
+            turn = {"threadId": "t-shared", "resourceId": "u1"}
+            first = a.post("/api/agents/mem/generate", json={"messages": "banana", **turn})
+            assert first.status_code == 200, first.text[:300]
+            assert first.json()["text"] == f"pid {pid_a} recalled: "
+            second = b.post("/api/agents/mem/stream", json={"messages": "cherry", **turn})
+            assert second.status_code == 200, second.text[:300]
+            said = "".join(json.loads(line[6:])["payload"]["text"]
+                           for line in second.text.split("\n\n")
+                           if line.startswith('data: {"type":"text-delta"'))
+            assert said == f"pid {pid_b} recalled: banana"
+            listed = a.get("/api/memory/threads/t-shared/messages",
+                           params={"resourceId": "u1"})
+            assert listed.status_code == 200, listed.text[:300]
+            texts = [json.dumps(m["content"]) for m in listed.json()["messages"]]
+            assert sum("cherry" in t for t in texts) == 1  # B's turn, read through A
+            # ResponseCache: the answer computed on worker A is replayed on worker B.
+            ask = {"messages": "opening hours?", "resourceId": "u2"}
+            computed = a.post("/api/agents/cached/generate", json=ask)
+            replayed = b.post("/api/agents/cached/generate", json=ask)
+            assert computed.json()["text"] == f"pid {pid_a} computed"
+            assert replayed.json()["text"] == f"pid {pid_a} computed"
+            # CostGuard: the 40-token budget spent on worker A is spent on worker B too.
+            spend = {"messages": "go", "resourceId": "u3"}
+            spent = a.post("/api/agents/budget/generate", json=spend)
+            assert spent.status_code == 200, spent.text[:300]
+            assert "tripwire" not in spent.json() and spent.json()["text"].count("word") == 60
+            refused = b.post("/api/agents/budget/generate", json=spend)
+            assert refused.status_code == 200, refused.text[:300]
+            assert refused.json()["tripwire"]["processorId"] == "cost-guard", refused.json()
+            assert refused.json()["text"] == ""
+        finally:
+            a.close()
+            b.close()
