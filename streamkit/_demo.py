@@ -116,13 +116,18 @@ PHONE = re.compile(r"\+?\d[\d ()-]{7,}\d")
 @tool
 def lookup_customer(customer_id: str, writer: Any = None) -> dict[str, Any]:
     """Look up a customer record by id (name, contact details, tier, open tickets, last order)."""
-    if writer is not None:  # a client sees progress while the tool runs
-        writer.custom({"type": "data-progress",
+    # A client sees progress while the tool runs: one bar (one id), at 50 % then done.
+    progress = f"lookup-{customer_id}"
+    if writer is not None:
+        writer.custom({"type": "data-progress", "id": progress,
                        "data": {"pct": 50, "message": f"Looking up {customer_id}"}})
     record = CUSTOMERS.get(customer_id)
     if record is None:
         raise ToolError(f"no customer {customer_id!r}; known ids: {', '.join(CUSTOMERS)}",
                         tool_name="lookup_customer")
+    if writer is not None:
+        writer.custom({"type": "data-progress", "id": progress,
+                       "data": {"pct": 100, "message": f"Found {customer_id}"}})
     return dict(record)
 
 

@@ -227,7 +227,7 @@ def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
                resource: ResourceHook | None = None,
                request_context: ContextHook | None = None,
                client_context_keys: Collection[str] | None = None,
-               limits: Limits | None = None, studio: bool = True) -> Starlette:
+               limits: Limits | None = None, studio: bool = False) -> Starlette:
     """An ASGI app serving ``agents`` to ``@mastra/client-js`` and the AI SDK's ``useChat``.
 
     Routes: ``GET /api/agents``, ``GET /api/agents/{id}``, ``POST /api/agents/{id}/generate``,
@@ -270,8 +270,11 @@ def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
             and ``uvicorn_config(app)`` apply the connection-level ones.
         studio: serve the studio's routes (``/api/studio/...``, docs/studio.md). They show
             what the model produced *before* the output processors — what a redacting guard
-            removed included — to whoever may run the agent: a developer's tool. ``False``
-            for a server whose clients must only ever see what the guards let out.
+            removed included — to whoever may run the agent: a developer's tool. Off by
+            default (decision): an app built for clients must opt in, so a deployed server
+            never hands out what its guards removed unless its author asked for it
+            (``python -m streamkit serve`` turns it on only on a loopback host). Without it,
+            ``GET /`` still serves the page, which falls back to the Mastra routes.
 
     Raises:
         UsageError: no agents, two agents with one id, something that is not an ``Agent``, a

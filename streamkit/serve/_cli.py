@@ -24,6 +24,7 @@ import contextlib
 import gc
 import importlib
 import importlib.util
+import ipaddress
 import os
 import re
 import select
@@ -255,11 +256,21 @@ def _serve_workers(workers: int, make_server: Callable[[Callable[[], None]], _Se
     return status
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (as given to ``--host``) only accepts connections from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def serve(targets: Sequence[str], *, demo: bool = False, host: str = "127.0.0.1",
           port: int = 8000, memory_path: str = "streamkit-demo.sqlite3",
           heartbeat: float = 15.0, limits: Limits | None = None,
           out: TextIO = sys.stdout, resource_header: str | None = None,
-          workers: int = 1, pace_ms: float | None = None, studio: bool = True) -> int:
+          workers: int = 1, pace_ms: float | None = None, studio: bool | None = None) -> int:
     """Serve the agents of ``targets`` (and the demo agent with ``demo``) until interrupted.
 
     Prints ``streamkit serve: http://HOST:PORT (agents: ...)`` once accepting connections
@@ -269,9 +280,14 @@ def serve(targets: Sequence[str], *, demo: bool = False, host: str = "127.0.0.1"
     when a proxy that authenticates callers sets that header, never when clients reach the
     server directly.
 
-    Then it prints ``streamkit studio: http://HOST:PORT/`` (the studio, docs/studio.md);
-    ``studio=False`` serves without the studio's routes (``create_app(studio=False)``) and
-    prints no such line. With ``demo``, ``pace_ms`` is the demo model's milliseconds before
+    Then it prints ``streamkit studio: http://HOST:PORT/`` (the studio, docs/studio.md).
+    ``studio`` ``None`` (the default) serves the studio's routes only when ``host`` is a
+    loopback address (``127.0.0.1``, ``::1``, ``localhost``): they show what the output
+    processors removed, which only the developer at this machine should see; on any other
+    host they are left out unless ``studio=True`` (``--studio``), which then also prints a
+    warning. ``studio=False`` (``--no-studio``) always leaves them out. Without them no
+    studio line is printed; ``GET /`` serves the page, which falls back to the Mastra
+    routes. With ``demo``, ``pace_ms`` is the demo model's milliseconds before
     each chunk (``None``: ``STREAMKIT_DEMO_PACE_MS``, else 30).
 
     ``workers`` > 1 forks that many processes after the agents are loaded, all accepting on
@@ -293,6 +309,11 @@ def serve(targets: Sequence[str], *, demo: bool = False, host: str = "127.0.0.1"
         raise InvalidArgument("--workers above 1 needs fork() (Linux, macOS); run one "
                               "process per port behind a proxy instead")
     resource = None if resource_header is None else _header_resource(resource_header)
+    if studio is None:
+        studio = is_loopback(host)
+    elif studio and not is_loopback(host):
+        print(f"warning: the studio's routes are served on {host}: whoever reaches them sees "
+              "what the output processors removed (docs/studio.md)", file=sys.stderr)
     agents = [agent for target in targets for agent in load_target(target)]
     memory: Memory | None = None
     if demo:

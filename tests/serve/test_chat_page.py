@@ -28,7 +28,8 @@ def chromium() -> Path:
 @pytest.fixture
 def page_url() -> Iterator[str]:
     memory = Memory()
-    with ServerThread(create_app([build_serve_agent(memory)], memory=memory)) as url:
+    with ServerThread(create_app([build_serve_agent(memory)], memory=memory,
+                                studio=True)) as url:
         yield url
 
 
@@ -49,7 +50,9 @@ def test_the_chat_page_streams_a_tool_turn(chromium: Path, page_url: str) -> Non
             expect(tool).to_contain_text('"customer_id":"C-42"')
             expect(tool).to_contain_text("Ada Lovelace")
             data = assistant.locator('[data-part="data-progress"]')
-            expect(data).to_contain_text("Looking up C-42", timeout=WAIT_MS)
+            # One bar for the lookup (one id), updated in place from 50 % to done.
+            expect(data).to_have_count(1)
+            expect(data).to_contain_text("100% Found C-42", timeout=WAIT_MS)
             answer = assistant.locator('[data-part="text"]')
             expect(answer).to_contain_text("chase them.", timeout=WAIT_MS)
             expect(answer).to_contain_text("Hi Ada! Your order ORD-1001")

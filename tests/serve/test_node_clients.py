@@ -90,7 +90,7 @@ def _client_js_checks(seen: dict[str, Any]) -> dict[str, bool]:
         and tool["call"]["args"] == {"customer_id": "C-42"}
         and tool["result"]["toolCallId"] == tool["call"]["toolCallId"]
         and tool["result"]["result"]["email"] == "[email]"  # the demo's processor redacted it
-        and tool["progress"] == {"type": "data-progress",
+        and tool["progress"] == {"type": "data-progress", "id": "lookup-C-42",
                                  "data": {"pct": 50, "message": "Looking up C-42"}}
         and tool["types"].index("data-progress") < tool["types"].index("tool-result")
         and tool["text"].startswith("Hi Ada! Your order ORD-1001") and tool["finish"] == "stop",

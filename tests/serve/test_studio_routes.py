@@ -31,7 +31,7 @@ RESOURCE = "studio-tester"
 @pytest.fixture
 async def client(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
     memory = Memory(SQLiteStore(str(tmp_path / "studio.sqlite3")), last_messages=20)
-    app = create_app([build_serve_agent(memory, pace=0)], memory=memory)
+    app = create_app([build_serve_agent(memory, pace=0)], memory=memory, studio=True)
     async with running(app) as url, httpx.AsyncClient(base_url=url, timeout=WAIT) as http:
         yield http
     await memory.close()
@@ -234,6 +234,29 @@ def test_serve_prints_the_studio_url(tmp_path: Path) -> None:
         _stop(proc)
 
 
+def test_serve_leaves_the_studio_out_on_a_public_host_unless_asked(tmp_path: Path) -> None:
+    """On a host that is not loopback the studio's routes (what the guards removed) are left
+    out by default; ``--studio`` serves them there, with a warning on stderr."""
+    from streamkit.serve._cli import is_loopback
+
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("10.1.2.3")
+    assert not is_loopback("example.org")
+    for flags, served in (([], False), (["--studio"], True)):
+        proc, url = _start(["--demo", "--host", "0.0.0.0", "--pace-ms", "0", *flags,
+                            "--memory", str(tmp_path / f"demo{len(flags)}.sqlite3")], tmp_path)
+        local = "http://127.0.0.1:" + url.rsplit(":", 1)[1]
+        try:
+            status = httpx.get(local + "/api/studio/agents", timeout=WAIT).status_code
+            assert status == (200 if served else 404), (flags, status)
+            assert httpx.get(local + "/api/agents", timeout=WAIT).status_code == 200
+        finally:
+            _stop(proc)
+        assert proc.stderr is not None
+        warned = "the studio's routes are served on 0.0.0.0" in proc.stderr.read()
+        assert warned is served, flags
+
+
 def test_pace_is_checked() -> None:
     from streamkit._demo import PACE_ENV, pace_ms
     from streamkit.errors import InvalidArgument
@@ -276,6 +299,10 @@ async def test_studio_off_and_values_without_json() -> None:
         gone = await http.post("/api/studio/agents/a/stream", json={"messages": "x"})
         assert gone.status_code in (404, 405)
     async with running(create_app([make()])) as url, \
+            httpx.AsyncClient(base_url=url, timeout=WAIT) as http:
+        # Off by default: an app built for clients must ask for the pre-guard view.
+        assert (await http.get("/api/studio/agents")).status_code == 404
+    async with running(create_app([make()], studio=True)) as url, \
             httpx.AsyncClient(base_url=url, timeout=WAIT) as http:
         answer = await http.post("/api/studio/agents/a/stream", json={"messages": "x"})
         events = frames(answer.text)
