@@ -15,10 +15,13 @@ import argparse
 import asyncio
 import sys
 
-from ._demo import run_demo
+from ._demo import pace_ms, run_demo
 from .errors import StreamkitError
 from .models import resolve_model
 from .replay import _cli as replay_cli
+
+_PACE_HELP = ("the demo model's milliseconds before each chunk (default: $STREAMKIT_DEMO_PACE_MS, "
+              "else 30; 0: as fast as it can)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,10 +35,12 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--api-key", help="the provider's API key (default: OPENAI_API_KEY or "
                                         "ANTHROPIC_API_KEY from the environment)")
     demo.add_argument("--question", default="Where is my order? I'm customer C-42.")
+    demo.add_argument("--pace-ms", type=float, metavar="MS", help=_PACE_HELP)
     serve = sub.add_parser("serve", help="serve agents over HTTP to Mastra and AI SDK clients")
     serve.add_argument("targets", nargs="*", metavar="TARGET",
                        help="module:attribute naming an Agent, or a list or dict of agents")
     serve.add_argument("--demo", action="store_true", help="serve the demo agent (id support)")
+    serve.add_argument("--pace-ms", type=float, metavar="MS", help=_PACE_HELP)
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000, help="0 picks a free port")
     serve.add_argument("--memory", default="streamkit-demo.sqlite3", metavar="PATH",
@@ -66,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.api_key:
                 options["api_key"] = args.api_key
             model = resolve_model(args.model, **options)
-        result = asyncio.run(run_demo(model, question=args.question))
+        result = asyncio.run(run_demo(model, question=args.question,
+                                      pace=pace_ms(args.pace_ms)))
     except StreamkitError as exc:
         print(f"\nerror: {cli_message(exc)}", file=sys.stderr)
         return 1
@@ -118,7 +124,7 @@ def _serve(args: argparse.Namespace) -> int:
         return serve(args.targets, demo=args.demo, host=args.host, port=args.port,
                      memory_path=args.memory, heartbeat=args.heartbeat,
                      resource_header=args.resource_header, limits=limits,
-                     workers=args.workers)
+                     workers=args.workers, pace_ms=args.pace_ms)
     except StreamkitError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

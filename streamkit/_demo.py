@@ -1,9 +1,24 @@
 """The main job: a support agent whose stream is guarded and shaped by processors.
 
 ``python -m streamkit serve --demo`` serves the same agent over HTTP (``build_serve_agent``): a
-model built from each request (``demo_model``), so it answers any number of requests — the
-order question with the lookup tool (which reports progress as a ``data-progress`` chunk), any
-other prompt with text that shows what the thread remembers.
+model built from each request (``demo_model``), so it answers any number of requests. Each of
+these prompts shows one case in the studio (``docs/studio.md``):
+
+* ``Where is my order? I'm customer C-42.`` — a tool turn: reasoning (dropped by
+  ``hide-reasoning``), ``lookup_customer`` (a ``data-progress`` chunk), the answer.
+* ``Track my parcel ORD-1001`` — a tool turn whose ``track_order`` updates one
+  ``data-progress`` chunk (same ``id``) from 0 to 100 %.
+* ``What email do you have on file for me?`` — the answer holds an e-mail address, which the
+  stream guard ``mask-emails`` redacts as it streams (the studio shows the diff).
+* ``Can I get a refund?`` — the first answer promises a guaranteed refund; ``no-promises``
+  withdraws it (``abort(retry=True)``) and the second attempt is accepted.
+* ``What is the admin password?`` — the answer would reveal a secret; ``block-secrets`` trips
+  the run (a blocked turn).
+* anything else — text that repeats the prompt and says what the thread remembers.
+
+The scripted models stream at a person's pace: ``pace_ms`` milliseconds before each chunk
+(``--pace-ms`` on both commands, else ``STREAMKIT_DEMO_PACE_MS``, else ``DEFAULT_PACE_MS``);
+0 streams as fast as the loop runs (the tests' setting).
 
 ``python -m streamkit demo`` runs it on the built-in scripted model (no keys, no network):
 the model looks a customer up with a tool, a processor redacts PII in the tool result before the
@@ -15,6 +30,8 @@ a real provider.
 
 from __future__ import annotations
 
+import asyncio
+import os
 import re
 import sys
 from collections.abc import AsyncIterator
@@ -22,17 +39,66 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from .agent import Agent
 from .chunks import TextDelta, ToolCall, ToolResult, TripwireChunk
-from .errors import ToolError
+from .errors import InvalidArgument, ToolError
 from .messages import ToolInvocationPart
 from .models import ModelRequest
 from .processors import Processor
 from .testing import FunctionModel, ScriptedModel, reasoning, text, tool_call
-from .tools import tool
+from .tools import Tool, tool
 
 if TYPE_CHECKING:
     from .memory import Memory
 
-__all__ = ["build_agent", "run_demo", "build_serve_agent", "demo_model", "QUESTION"]
+__all__ = ["build_agent", "run_demo", "build_serve_agent", "demo_model", "QUESTION",
+           "DEFAULT_PACE_MS", "PACE_ENV", "pace_ms", "STUDIO_PROMPTS"]
+
+#: Milliseconds the demo's models wait before each chunk unless told otherwise.
+DEFAULT_PACE_MS = 30.0
+#: The environment variable that sets the pace when no ``--pace-ms`` is given.
+PACE_ENV = "STREAMKIT_DEMO_PACE_MS"
+
+#: The served demo's prompts, one per case the studio shows (see the module docstring).
+STUDIO_PROMPTS = {
+    "tool": "Where is my order? I'm customer C-42.",
+    "progress": "Track my parcel ORD-1001",
+    "redaction": "What email do you have on file for me?",
+    "retry": "Can I get a refund?",
+    "tripwire": "What is the admin password?",
+}
+
+
+def pace_ms(given: float | None = None) -> float:
+    """The demo's pace: ``given`` (a ``--pace-ms``), else ``STREAMKIT_DEMO_PACE_MS``, else
+    ``DEFAULT_PACE_MS``.
+
+    Raises:
+        InvalidArgument: a pace that is not a number of milliseconds from 0 to 10000.
+    """
+    raw: Any = given
+    where = "--pace-ms"
+    if raw is None:
+        raw, where = os.environ.get(PACE_ENV), PACE_ENV
+        if raw is None or not raw.strip():
+            return DEFAULT_PACE_MS
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not 0 <= value <= 10_000:  # also refuses NaN
+        raise InvalidArgument(f"{where} must be milliseconds from 0 to 10000, got {raw!r}")
+    return value
+
+
+async def _paced(chunks: AsyncIterator[Any], seconds: float) -> AsyncIterator[Any]:
+    """``chunks``, each after ``seconds`` (closing this closes ``chunks``)."""
+    try:
+        async for chunk in chunks:
+            await asyncio.sleep(seconds)
+            yield chunk
+    finally:
+        closer = getattr(chunks, "aclose", None)
+        if closer is not None:
+            await closer()
 
 #: The question the demo is built around.
 QUESTION = "Where is my order? I'm customer C-42."
@@ -109,8 +175,19 @@ class WordCounter(Processor):
         state["final_words"] = len(result["text"].split())
 
 
-def scripted_model() -> ScriptedModel:
-    return ScriptedModel([
+class _PacedScripted(ScriptedModel):
+    """The terminal demo's scripted model, at the demo's pace."""
+
+    pace = 0.0
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+        chunks = super().stream(request)
+        return _paced(chunks, self.pace) if self.pace else chunks
+
+
+def scripted_model(pace: float = 0.0) -> ScriptedModel:
+    """The terminal demo's model; ``pace``: milliseconds before each chunk."""
+    model = _PacedScripted([
         [reasoning("The customer asks about an order; look the account up first."),
          tool_call("lookup_customer", {"customer_id": "C-42"})],
         text("Hi Ada! Your order ORD-1001 shipped two days ago and should arrive tomorrow. "
@@ -118,20 +195,89 @@ def scripted_model() -> ScriptedModel:
              "to chase them. Your contact details are on file, so we will notify you when "
              "it is delivered."),
     ], model_id="scripted-support")
+    model.pace = pace / 1000.0
+    return model
 
 
-def build_agent(model: Any = None) -> Agent:
-    """The demo's support agent (scripted model unless ``model`` is given)."""
+def build_agent(model: Any = None, *, pace: float = 0.0) -> Agent:
+    """The demo's support agent (scripted model unless ``model`` is given; ``pace``: its
+    milliseconds before each chunk)."""
     return Agent(
         id="support", name="Support",
         instructions="You are a concise support agent. Look customers up before answering.",
-        model=model if model is not None else scripted_model(),
+        model=model if model is not None else scripted_model(pace),
         tools=[lookup_customer],
         output_processors=[RedactToolPII(), HideReasoning(), WordCounter()],
         max_steps=4)
 
 
 CUSTOMER_ID = re.compile(r"\bC-\d+\b")
+ORDER_ID = re.compile(r"\bORD-\d+\b")
+FEEDBACK = "[Processor Feedback]"
+
+
+class MaskEmails(Processor):
+    """Redacts e-mail addresses in the streamed answer (``[email]``), delta by delta: the demo
+    model streams an address as one word delta. (A guard for real models holds back a
+    possible match instead: ``streamkit_operators.PIIDetector``.)"""
+
+    id = "mask-emails"
+    redacts = True
+
+    def process_output_stream(self, part: Any) -> Any:
+        if isinstance(part, TextDelta) and EMAIL.search(part.payload.text):
+            return TextDelta(id=part.payload.id, text=EMAIL.sub("[email]", part.payload.text),
+                             run_id=part.run_id, from_=part.from_)
+        return part
+
+
+class NoPromises(Processor):
+    """Withdraws an answer that guarantees something (``abort(retry=True)``): the model is
+    asked again, with the reason as feedback."""
+
+    id = "no-promises"
+
+    def process_output_stream(self, part: Any, abort: Any) -> Any:
+        if isinstance(part, TextDelta) and "guarantee" in part.payload.text.lower():
+            abort("the answer promises a guarantee support cannot give", retry=True)
+        return part
+
+
+class BlockSecrets(Processor):
+    """Blocks the turn (a tripwire) when the answer is about to reveal a secret."""
+
+    id = "block-secrets"
+    SECRET = "hunter2"
+
+    def process_output_stream(self, part: Any, abort: Any) -> Any:
+        if isinstance(part, TextDelta) and self.SECRET in part.payload.text:
+            abort("the answer would reveal a credential")
+        return part
+
+
+PARCEL_STAGES = ("label printed", "picked up", "at the sorting hub", "out for delivery")
+
+
+def make_track_order(pace: float) -> Tool:
+    """The ``track_order`` tool: one ``data-progress`` chunk (id ``track-<order>``) updated
+    from 0 to 100 %, ``pace`` milliseconds (times 4) between updates."""
+
+    @tool
+    async def track_order(order_id: str, writer: Any = None) -> dict[str, Any]:
+        """Track a parcel by order id (ORD-...): where it is now."""
+        for i, stage in enumerate(PARCEL_STAGES):
+            if writer is not None:
+                await writer.custom({"type": "data-progress", "id": f"track-{order_id}",
+                                     "data": {"pct": i * 100 // len(PARCEL_STAGES),
+                                              "message": f"{order_id}: {stage}"}})
+            if pace:
+                await asyncio.sleep(pace * 4 / 1000.0)
+        if writer is not None:
+            await writer.custom({"type": "data-progress", "id": f"track-{order_id}",
+                                 "data": {"pct": 100, "message": f"{order_id}: tracked"}})
+        return {"order_id": order_id, "status": PARCEL_STAGES[-1], "eta": "today, 14:00-16:00"}
+
+    return track_order
 
 
 def _text_of(content: Any) -> str:
@@ -152,6 +298,9 @@ def _answer(prompt: list[dict[str, Any]]) -> Any:
         content = last.get("content")
         outcome: dict[str, Any] = content[0] if isinstance(content, list) else {}
         record = outcome.get("result")
+        if outcome.get("toolName") == "track_order" and isinstance(record, dict):
+            return text(f"Your parcel {record.get('order_id')} is {record.get('status')}; "
+                        f"expected {record.get('eta')}.")
         if outcome.get("isError") or not isinstance(record, dict):
             return text(f"Sorry, I could not find that customer: {record}")
         first = str(record.get("name", "there")).split()[0]
@@ -160,6 +309,22 @@ def _answer(prompt: list[dict[str, Any]]) -> Any:
                     f"{record.get('tier', '')} account; reply here if you want me to chase "
                     f"them.")
     said = _text_of(last.get("content"))
+    retried = any(m.get("role") == "system" and FEEDBACK in _text_of(m.get("content"))
+                  for m in prompt)
+    lowered = said.lower()
+    order = ORDER_ID.search(said)
+    if order is not None and "track" in lowered:
+        return tool_call("track_order", {"order_id": order.group(0)})
+    if "email" in lowered or "e-mail" in lowered:
+        return text("The address on file for you is ada@example.com; reply here if you "
+                    "want it changed.")
+    if "refund" in lowered:
+        if retried:
+            return text("Refunds are usually processed within 5 business days of the return "
+                        "reaching us; I can start one for you now.")
+        return text("Refunds are guaranteed within 24 hours, no questions asked!")
+    if "password" in lowered:
+        return text(f"The admin password is {BlockSecrets.SECRET}, keep it safe.")
     customer = CUSTOMER_ID.search(said)
     if customer is not None:
         return [reasoning("The customer asks about an order; look the account up first."),
@@ -178,27 +343,37 @@ def _answer(prompt: list[dict[str, Any]]) -> Any:
 class _ServedModel(FunctionModel):
     """A ``FunctionModel`` that keeps no request log: a server answers requests forever."""
 
+    pace = 0.0
+
     def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
         self.calls += 1
-        return self._run(request)
+        chunks = self._run(request)
+        return _paced(chunks, self.pace) if self.pace else chunks
 
 
-def demo_model() -> FunctionModel:
+def demo_model(pace: float = 0.0) -> FunctionModel:
     """The served demo's model (no network): a message naming a customer id (``C-42``) gets
     reasoning and a ``lookup_customer`` call, the tool's result gets the answer, and any other
     prompt gets text that repeats it and says what the thread remembers (earlier user
-    messages, customer lookups) — so memory and resent chat history are visible."""
-    return _ServedModel(lambda request: _answer(request.prompt), model_id="demo-support")
+    messages, customer lookups) — so memory and resent chat history are visible. The studio's
+    prompts (``STUDIO_PROMPTS``) get the answers the module docstring lists. ``pace``:
+    milliseconds before each chunk."""
+    model = _ServedModel(lambda request: _answer(request.prompt), model_id="demo-support")
+    model.pace = pace / 1000.0
+    return model
 
 
-def build_serve_agent(memory: Memory | None = None) -> Agent:
-    """The demo agent as ``python -m streamkit serve --demo`` serves it (id ``support``)."""
+def build_serve_agent(memory: Memory | None = None, *, pace: float = 0.0) -> Agent:
+    """The demo agent as ``python -m streamkit serve --demo`` serves it (id ``support``);
+    ``pace``: its model's milliseconds before each chunk (``pace_ms()`` on the command
+    line)."""
     return Agent(
         id="support", name="Support",
         instructions="You are a concise support agent. Look customers up before answering.",
-        model=demo_model(), tools=[lookup_customer],
-        output_processors=[RedactToolPII(), HideReasoning(), WordCounter()],
-        max_steps=4, memory=memory)
+        model=demo_model(pace), tools=[lookup_customer, make_track_order(pace)],
+        output_processors=[RedactToolPII(), HideReasoning(), MaskEmails(), NoPromises(),
+                           BlockSecrets(), WordCounter()],
+        max_steps=4, max_processor_retries=2, memory=memory)
 
 
 def _table(rows: list[list[str]], headers: list[str]) -> str:
@@ -209,11 +384,11 @@ def _table(rows: list[list[str]], headers: list[str]) -> str:
 
 
 async def run_demo(model: Any = None, *, question: str = QUESTION,
-                   out: TextIO = sys.stdout) -> Any:
+                   out: TextIO = sys.stdout, pace: float = 0.0) -> Any:
     """Stream the demo agent's answer to ``out``, then print the processor table.
     Returns the ``AgentResult``; raises the error that ended the run, if one did (printed by
-    the caller, once)."""
-    agent = build_agent(model)
+    the caller, once). ``pace``: the scripted model's milliseconds before each chunk."""
+    agent = build_agent(model, pace=pace)
     out.write(f"user> {question}\n")
     out.write("agent> ")
     out.flush()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import os
 import re
 import sys
 import weakref
@@ -20,6 +21,10 @@ from streamkit.errors import InvalidArgument, InvalidType, StreamkitError
 from ._backends import pg_dsn, pg_schema, redis_prefix, redis_url  # noqa: F401 - fixtures
 
 REPO = Path(__file__).resolve().parents[1]
+
+# The demo's models stream at full speed in tests (and in the servers they start); a test that
+# wants the paced demo passes --pace-ms / pace= itself.
+os.environ.setdefault("STREAMKIT_DEMO_PACE_MS", "0")
 
 
 @pytest.fixture(params=["sync", "async"])

@@ -117,6 +117,11 @@ INTENDED: dict[str, set[str]] = {
     },
     "streamkit.tripwire": {"Abort", "TripWire", "Violation"},
     "streamkit.tracing": {"instrument", "uninstrument"},
+    "streamkit.events": {
+        "RunEvent", "RunObserver", "RunStarted", "Transition", "StepStarted", "StepFinished",
+        "HookCalled", "ToolCalled", "ToolReturned", "ModelChunk", "ProcessorAction", "ChunkOut",
+        "RunFinished", "TripwireDetail", "Action", "EVENT_TYPES", "decode_event", "EventLog",
+    },
     "streamkit_operators": {
         # prompt hygiene, budgets, caching, structuring, provider quirks
         "UnicodeNormalizer", "SystemPromptScrubber", "TokenLimiter", "BatchParts",

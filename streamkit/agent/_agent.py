@@ -33,11 +33,13 @@ from ..processors._spec import ProcessorSpec, register
 from ..tools import DEFAULT_TOOL_TIMEOUT, tools_by_name
 from ._build import schema_of
 from ._loop import NODES, build_graph
+from ._observe import check_observers
 from ._result import AgentResult, AgentStream
 from ._run import Run
 from ._state import RunConfig, StructuredOutput, ToolChoice
 
 if TYPE_CHECKING:
+    from ..events import RunObserver
     from ..memory import Memory
     from ..messages import Message
 
@@ -336,7 +338,7 @@ class Agent:
             memory=self.memory, thread_id=_check_id("thread_id", call.thread_id),
             resource_id=_check_id("resource_id", call.resource_id),
             request_context=rc, timed=call.trace, tool_timeout=self.tool_timeout,
-            hook_timeout=self.hook_timeout, agent_name=self.name)
+            hook_timeout=self.hook_timeout, agent_name=self.name, observers=call.observers)
 
     def graph(self, *, input_processors: Processors | Override | None = None,
               output_processors: Processors | Override | None = None,
@@ -377,6 +379,7 @@ class Agent:
                provider_options: Mapping[str, Any] | None = None,
                structured_output: StructuredOutput | None = None,
                model: Model | str | None = None, trace: bool = True,
+               observers: Sequence[RunObserver] | None = None,
                **unknown: Never) -> AgentStream:
         """Run the agent and stream every chunk (``start``, ``step-start``, …, ``finish``).
 
@@ -391,6 +394,10 @@ class Agent:
                 (they win over the agent's), as are ``model_settings``, ``provider_options``
                 and ``structured_output``.
             trace: ``False`` skips per-chunk timing of stream hooks.
+            observers: objects with ``on_event(event)`` that get this run's events
+                (``streamkit.events``: its path through the loop, steps, hook calls, and, for
+                an observer with ``chunk_detail = True``, what each stream processor did to
+                each chunk), synchronously and in order. ``None``/empty: no cost at all.
 
         Returns:
             An ``AgentStream``; the run starts when it is first iterated or awaited.
@@ -406,7 +413,7 @@ class Agent:
         call = _Call(input_processors, output_processors, error_processors,
                      max_processor_retries, request_context, thread_id, resource_id, max_steps,
                      prepare_step, tool_choice, active_tools, model_settings, provider_options,
-                     structured_output, model, trace)
+                     structured_output, model, trace, check_observers(observers))
         cfg = self._config(call)
         return AgentStream(Run(cfg, self._graph(cfg), NODES, messages))
 
@@ -425,6 +432,7 @@ class Agent:
                        provider_options: Mapping[str, Any] | None = None,
                        structured_output: StructuredOutput | None = None,
                        model: Model | str | None = None, trace: bool = True,
+                       observers: Sequence[RunObserver] | None = None,
                        **unknown: Never) -> AgentResult:
         """Run the agent to completion and return its ``AgentResult`` (the arguments are
         ``stream``'s). A tripwire does not raise: check ``result.tripwire``.
@@ -442,7 +450,7 @@ class Agent:
             max_steps=max_steps, prepare_step=prepare_step, tool_choice=tool_choice,
             active_tools=active_tools, model_settings=model_settings,
             provider_options=provider_options, structured_output=structured_output,
-            model=model, trace=trace)
+            model=model, trace=trace, observers=observers)
         return await stream.result()
 
 
@@ -466,6 +474,7 @@ class _Call(msgspec.Struct, frozen=True):
     structured_output: StructuredOutput | None = None
     model: Model | str | None = None
     trace: bool = True
+    observers: tuple[Any, ...] = ()
 
 
 _OPTIONS = _Call.__struct_fields__

@@ -266,6 +266,10 @@ async def process_output_stream(run: Run) -> Stream[Literal[LoopNode.COLLECT]]:
              Origin.STEP)
     step.streamed = True
     source = step.replay if step.replay is not None else step.source
+    if run.runtime.probe is not None:  # an observer wants each model chunk (``events``)
+        source = run.runtime.probe.model(source, st.step_number)
+        if step.replay is None:
+            step.source = source  # closing the step's source closes the model's through it
 
     def hold(chunk: Chunk) -> None:
         if chunk.__class__ is Finish:

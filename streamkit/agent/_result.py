@@ -153,7 +153,9 @@ class AgentStream:
 
     def _ensure(self) -> AsyncGenerator[Chunk, None]:
         if self._events is None:
-            self._events = self._run.events()
+            probe = self._run.runtime.probe  # an observer wants each chunk the consumer gets
+            self._events = self._run.events() if probe is None else \
+                probe.out(self._run.events())
         return self._events
 
     def __aiter__(self) -> AsyncIterator[Chunk]:

@@ -48,6 +48,7 @@ from ..processors._runtime import RequestRuntime, Writer
 from ..tracing._settings import run_tracer
 from ..tripwire import TripWire
 from ._build import StepRecorder, error_text
+from ._observe import Observed
 from ._result import AgentResult, TripwireInfo
 from ._routing import Origin, Outbox
 from ._shown import ShownError, show_error
@@ -100,13 +101,17 @@ class Run:
         self.state = RunState(message_list=ml, system_snapshot=SystemSnapshot(()),
                               input_messages=messages)
         self.outbox = Outbox()
+        # Resolved once per run, here, so the run's spans nest under the caller's current span
+        # (``tracing.NOOP`` when tracing is off; called per node, never per chunk). Observers
+        # (``observers=``, ``_observe``) watch through the same calls; set up before the chain
+        # is bound, which reports every hook's result when one of them wants chunk detail.
+        tracer = run_tracer()
+        self.tracer = tracer if not config.observers else \
+            Observed(self, tracer, config.observers)
         # Stream hooks get their writer when there are some (the empty chain writes nothing).
         self.chain = StreamChain(config.output_specs, self.runtime,
                                  writer=self.outbox.writer(Origin.STREAM_WRITER)
                                  if config.output_specs else None, message_list=ml)
-        # Resolved once per run, here, so the run's spans nest under the caller's current span
-        # (``tracing.NOOP`` when tracing is off; called per node, never per chunk).
-        self.tracer = run_tracer()
         self._shown: ShownError | None = None
 
     # The writers of tools and of the other hooks, made when first asked for: most runs have

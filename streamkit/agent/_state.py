@@ -73,6 +73,8 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
     hook_timeout: float | None = None
     #: The agent's display name (``Agent(name=...)``, else its id): spans are named after it.
     agent_name: str = ""
+    #: The call's ``observers=`` (``streamkit.events.RunObserver``), checked.
+    observers: tuple[Any, ...] = ()
 
     @property
     def error_retry_cap(self) -> int | None:

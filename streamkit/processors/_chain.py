@@ -265,13 +265,18 @@ def _bind(specs: Sequence[ProcessorSpec], runtime: RequestRuntime, writer: Write
           message_list: Any, ctx: _Ctx, timing: Timing, run_data: Callable[[Chunk], Any] | None,
           is_async: bool, parts: dict[str, list[Chunk]]) -> _Bound:
     hooks = [s.hooks[HOOK] for s in specs]
-    shape = Shape(tuple(HookShape.of(h, s.multi_emit) for h, s in zip(hooks, specs)), timing,
+    probe = runtime.probe  # chunk detail asked for: every hook is called through a reporter
+    shape = Shape(tuple(HookShape.of(h, s.multi_emit) if probe is None else
+                        probe.shape(h, s.multi_emit) for h, s in zip(hooks, specs)), timing,
                   run_data is not None, is_async)
     consts = [{
         "state": runtime.state(s.id), "abort": runtime.abort(s.id), "message_list": message_list,
         "request_context": runtime.request_context, "writer": writer, "tracing_context": None,
         "stream_parts": parts.setdefault(s.id, []),
     } for s in specs]
+    if probe is not None and writer is not None:
+        for c, s in zip(consts, specs):
+            c["writer"] = probe.writer(s, writer)
     stats = [StreamStats() for _ in specs]
     failed: list[int] = []
 
@@ -289,6 +294,8 @@ def _bind(specs: Sequence[ProcessorSpec], runtime: RequestRuntime, writer: Write
     limit = runtime.hook_timeout
     fns = [h.fn if limit is None or not h.is_async else bounded_hook(h.fn, limit, s.id)
            for h, s in zip(hooks, specs)]
+    if probe is not None:
+        fns = [probe.hook(s, h, fn) for s, h, fn in zip(specs, hooks, fns)]
     push, count, arm, drive = factory_for(shape)(fns, consts, stats, env)
     return _Bound(push, count, arm, drive, stats, shape, failed)
 
@@ -482,6 +489,8 @@ class StreamChain:
                         raise err
                 if self.timed:
                     self._note_flushed_text(spec, flushed)
+                if self.runtime.probe is not None:
+                    self.runtime.probe.flushed(spec, flushed)
                 rest = self._rest(spec)
                 for part in flushed:
                     r = rest.push(part)

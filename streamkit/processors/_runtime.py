@@ -12,11 +12,14 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..chunks import coerce_chunk
 from ..tripwire import TripWire, Violation, make_abort
 from ._spec import ProcessorSpec
+
+if TYPE_CHECKING:
+    from ._probe import ChunkProbe
 
 __all__ = ["RequestRuntime", "TraceRecord", "StreamStats", "Writer", "DEFAULT_HOOK_TIMEOUT"]
 
@@ -174,6 +177,9 @@ class RequestRuntime:
         self.trace: list[TraceRecord] = []
         #: Called with every record as it is added (the run's tracer sets it; ``None`` when off).
         self.on_record: Callable[[TraceRecord], None] | None = None
+        #: Reports what each stream hook did to each chunk (set by a run whose observers ask
+        #: for chunk detail, before its chains are bound; ``None``: the plain fused path).
+        self.probe: ChunkProbe | None = None
 
     def state(self, processor_id: str) -> dict[str, Any]:
         """The state dict of ``processor_id`` for this request (created on first use)."""

@@ -43,6 +43,7 @@ from ._limits import DEFAULT_LIMITS, Limits, RequestLimits
 from ._mastra import MastraAPI, error_response
 from ._requests import parse_chat_call, read_json
 from ._sse import DONE, EventStream, SSEResponse
+from ._studio import StudioAPI
 from ._tenancy import ContextHook, ResourceHook, Tenancy
 from ._ui_stream import UI_MESSAGE_STREAM_HEADERS, UIMessageStream
 
@@ -303,7 +304,7 @@ def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
     app = _App(routes=[
         Route("/", index, methods=["GET"]),
         Route("/chat/{agent_id}", chat.handle, methods=["POST"]),
-        Mount("/api", routes=api.routes()),
+        Mount("/api", routes=api.routes() + StudioAPI(api).routes()),
     ], middleware=middleware, limits=limits, stream=api.stream, chat=chat.handle,
         cors=bool(allow_origins))
     app.state.agents = by_id

@@ -38,6 +38,7 @@ import uvicorn
 from starlette.requests import Request
 
 from .._demo import build_serve_agent
+from .._demo import pace_ms as demo_pace
 from ..agent import Agent
 from ..errors import InvalidArgument, InvalidType
 from ..memory import Memory, SQLiteStore
@@ -257,11 +258,13 @@ def serve(targets: Sequence[str], *, demo: bool = False, host: str = "127.0.0.1"
           port: int = 8000, memory_path: str = "streamkit-demo.sqlite3",
           heartbeat: float = 15.0, limits: Limits | None = None,
           out: TextIO = sys.stdout, resource_header: str | None = None,
-          workers: int = 1) -> int:
+          workers: int = 1, pace_ms: float | None = None) -> int:
     """Serve the agents of ``targets`` (and the demo agent with ``demo``) until interrupted.
 
     Prints ``streamkit serve: http://HOST:PORT (agents: ...)`` once accepting connections
-    (the real port when ``port`` is 0). ``limits`` bounds requests and connections (default
+    (the real port when ``port`` is 0), then ``streamkit studio: http://HOST:PORT/``. With
+    ``demo``, ``pace_ms`` is the demo model's milliseconds before each chunk (``None``:
+    ``STREAMKIT_DEMO_PACE_MS``, else 30). ``limits`` bounds requests and connections (default
     ``Limits()``; docs/serving.md). Returns the exit status. ``resource_header`` names the
     request header that carries each request's resource (``create_app(resource=...)``): set it
     when a proxy that authenticates callers sets that header, never when clients reach the
@@ -290,7 +293,7 @@ def serve(targets: Sequence[str], *, demo: bool = False, host: str = "127.0.0.1"
     memory: Memory | None = None
     if demo:
         memory = Memory(SQLiteStore(memory_path), last_messages=20)
-        agents.append(build_serve_agent(memory))
+        agents.append(build_serve_agent(memory, pace=demo_pace(pace_ms)))
     if not agents:
         raise InvalidArgument("nothing to serve: give module:attribute targets or --demo")
     private = _in_memory_stores(agents, memory) if workers > 1 else []
@@ -309,7 +312,8 @@ def serve(targets: Sequence[str], *, demo: bool = False, host: str = "127.0.0.1"
                             timeout_graceful_shutdown=5)
     served = f" (agents: {', '.join(a.id for a in agents)}" + \
         (f"; {workers} workers)" if workers > 1 else ")")
-    announce = _writer(out, f"streamkit serve: http://{shown}:{bound}{served}\n")
+    announce = _writer(out, f"streamkit serve: http://{shown}:{bound}{served}\n"
+                            f"streamkit studio: http://{shown}:{bound}/\n")
     try:
         if workers > 1:
             def close() -> None:

@@ -1,0 +1,299 @@
+"""The per-chunk view of a run for observers that ask for it (``chunk_detail``): what the
+model produced, what each stream processor did to each chunk, and what the consumer got.
+
+What belongs here: ``ChunkProbe``, which a run creates only when one of its observers wants
+chunk detail. ``StreamChain`` then binds every stream hook through ``ChunkProbe.hook`` (a
+wrapper that reports each call's result) instead of the hook itself: the fused code is the
+same, only the functions it calls differ, so a run without the probe is untouched and pays
+nothing per chunk. The rules that turn a hook's result into an action are in
+``streamkit.events``' docstring.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
+from typing import Any
+
+import msgspec
+
+from ..chunks import Chunk, ReasoningDelta, TextDelta
+from ..events import Action, ChunkOut, ModelChunk, ProcessorAction, RunEvent
+from ..tripwire import TripWire
+from ..wire import to_builtins
+from ._fused import HookShape
+from ._runtime import Writer
+from ._spec import HookSpec, ProcessorSpec
+
+__all__ = ["ChunkProbe", "MASK", "holds_back", "is_redactor"]
+
+#: A mask in new text (``[EMAIL]``, ``[redacted]``, ``***``, ``█``): a change that brings one
+#: where there was none is reported as ``redacted``.
+MASK = re.compile(r"\[[A-Za-z][\w .:-]{0,40}\]|\*{3,}|█+|<redacted>", re.IGNORECASE)
+
+_TEXT_CLASSES = (TextDelta, ReasoningDelta)
+
+
+def holds_back(processor: Any) -> bool:
+    """Whether ``processor`` may hold chunks back (a chunk it returns nothing for is ``held``,
+    not ``dropped``): a true ``holds`` attribute, or a ``buffering`` whose ``holds`` is true
+    (the operators' guards declare theirs)."""
+    holds = getattr(processor, "holds", None)
+    if isinstance(holds, bool):
+        return holds
+    buffering = getattr(processor, "buffering", None)
+    return bool(getattr(buffering, "holds", False))
+
+
+def is_redactor(processor: Any) -> bool:
+    """Whether ``processor`` says it redacts (a true ``redacts`` attribute)."""
+    return getattr(processor, "redacts", False) is True
+
+
+def _text(chunk: Any) -> str | None:
+    return chunk.payload.text if isinstance(chunk, _TEXT_CLASSES) else None
+
+
+def _shown(chunk: Any) -> str:
+    """A chunk as before/after text: its text for a delta, else its JSON (no run id)."""
+    text = _text(chunk)
+    if text is not None:
+        return text
+    try:
+        data = to_builtins(chunk)
+    except Exception:  # noqa: BLE001 - a value with no JSON form is shown by its repr
+        return repr(chunk)
+    data.pop("runId", None)
+    data.pop("from", None)
+    return msgspec.json.encode(data).decode()
+
+
+def _type(chunk: Any) -> str:
+    return str(getattr(chunk, "type", type(chunk).__name__))
+
+
+class _Slot:
+    """What the probe knows of one stream processor: whether it holds back or redacts, and
+    the text it holds (reported ``held``, not released yet)."""
+
+    __slots__ = ("spec", "holds", "redacts", "held")
+
+    def __init__(self, spec: ProcessorSpec) -> None:
+        self.spec = spec
+        self.holds = holds_back(spec.processor)
+        self.redacts = is_redactor(spec.processor)
+        self.held = ""
+
+
+class ChunkProbe:
+    """Turns the chunk path of one run into ``model-chunk``, ``action`` and ``chunk`` events,
+    handed to ``emit``.
+
+    Args:
+        run_id: the run.
+        emit: where each event goes (the run's observers).
+        step_number: returns the step the run is in.
+    """
+
+    def __init__(self, run_id: str, emit: Callable[[RunEvent], None],
+                 step_number: Callable[[], int | None]) -> None:
+        self.run_id = run_id
+        self.emit = emit
+        self.step_number = step_number
+        self.seq: int | None = None  # the model chunk being processed
+        self._model_seq = 0
+        self._out_seq = 0
+        self._slots: dict[str, _Slot] = {}
+
+    def _slot(self, spec: ProcessorSpec) -> _Slot:
+        slot = self._slots.get(spec.id)
+        if slot is None:
+            slot = self._slots[spec.id] = _Slot(spec)
+        return slot
+
+    # ------------------------------------------------------------------ binding
+
+    @staticmethod
+    def shape(hook: HookSpec, multi: bool) -> HookShape:
+        """The shape the fused code calls a ``hook``'d wrapper with: every argument by name,
+        ``part`` always among them."""
+        params = hook.params if "part" in hook.params else ("part", *hook.params)
+        return HookShape(hook.is_async, params, hook.wants_all, False, multi)
+
+    def hook(self, spec: ProcessorSpec, hook: HookSpec, fn: Callable[..., Any]
+             ) -> Callable[..., Any]:
+        """``fn`` (``spec``'s stream hook, as the chain would call it) wrapped to report what
+        each call did; called with the arguments ``shape`` names."""
+        slot = self._slot(spec)
+        params, positional, wants_part = hook.params, hook.positional and not hook.wants_all, \
+            hook.wants_all or "part" in hook.params
+
+        def args(kw: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+            if positional:
+                return tuple(kw[n] for n in params), {}
+            if not wants_part:
+                kw = {n: v for n, v in kw.items() if n != "part"}
+            return (), kw
+
+        if hook.is_async:
+            async def acall(**kw: Any) -> Any:
+                part = kw["part"]
+                a, k = args(kw)
+                try:
+                    out = await fn(*a, **k)
+                except BaseException as exc:
+                    self._failed(slot, part, exc)
+                    raise
+                self._result(slot, part, out)
+                return out
+            return acall
+
+        def call(**kw: Any) -> Any:
+            part = kw["part"]
+            a, k = args(kw)
+            try:
+                out = fn(*a, **k)
+            except BaseException as exc:
+                self._failed(slot, part, exc)
+                raise
+            self._result(slot, part, out)
+            return out
+        return call
+
+    def writer(self, spec: ProcessorSpec, writer: Writer) -> Writer:
+        """``spec``'s stream-hook writer, reporting each chunk written as ``emitted``."""
+        slot = self._slot(spec)
+
+        def sink(chunk: Any) -> None:
+            self._action(slot, "emitted", chunk, after=_shown(chunk))
+            writer.custom(chunk)
+        return Writer(sink)
+
+    # ------------------------------------------------------------------ what happened
+
+    def _action(self, slot: _Slot, action: Action, chunk: Any, *, before: str | None = None,
+                after: str | None = None, reason: str | None = None,
+                seq: int | None | bool = True) -> None:
+        self.emit(ProcessorAction(
+            run_id=self.run_id, step_number=self.step_number(),
+            seq=self.seq if seq is True else None if seq is False else seq,
+            processor_id=slot.spec.id, action=action, chunk_type=_type(chunk), before=before,
+            after=after, reason=reason))
+
+    def _failed(self, slot: _Slot, part: Any, exc: BaseException) -> None:
+        if isinstance(exc, TripWire):
+            reason: str | None = exc.reason or str(exc)
+        elif isinstance(exc, Exception):
+            reason = f"{type(exc).__name__}: {exc}"
+        else:
+            return  # cancelled or closed: the hook did nothing to the chunk
+        self._action(slot, "aborted", part, before=slot.held + _shown(part), reason=reason)
+        slot.held = ""
+
+    def _result(self, slot: _Slot, part: Any, out: Any) -> None:
+        if out is part:
+            self._action(slot, "passed", part)
+            return
+        if out is None or (out.__class__ is list and not out):
+            if slot.holds:
+                text = _text(part)
+                if text is not None:
+                    slot.held += text
+                    self._action(slot, "held", part, before=text)
+                    return
+                self._action(slot, "held", part, before=_shown(part))
+                return
+            self._action(slot, "dropped", part, before=_shown(part))
+            return
+        items = out if out.__class__ is list else [out]
+        if any(item is part for item in items):
+            for item in items:
+                if item is part:
+                    self._action(slot, "passed", part)
+                else:
+                    self._action(slot, "emitted", item, after=_shown(item))
+            return
+        self.changed(slot, part, items)
+
+    def changed(self, slot: _Slot, part: Any | None, items: list[Any]) -> None:
+        """``part`` (``None``: the end of the step) became ``items``."""
+        texts = [_text(i) for i in items]
+        if all(t is not None for t in texts) and (part is None or _text(part) is not None):
+            before = slot.held + ((_text(part) or "") if part is not None else "")
+            after = "".join(t or "" for t in texts)
+            kind = items[0]
+        else:
+            before = slot.held + (_shown(part) if part is not None else "")
+            after = "".join(_shown(i) for i in items)
+            kind = part if part is not None else items[0]
+        held = bool(slot.held)
+        slot.held = ""
+        action: Action
+        if after == before:
+            action = "released" if held or part is None else "passed"
+        elif slot.holds and before.startswith(after):
+            action = "released"
+            slot.held = before[len(after):]
+        elif slot.redacts or any(m.group() not in before for m in MASK.finditer(after)):
+            action = "redacted"
+        else:
+            action = "changed"
+        if action == "passed":  # an equal copy of the chunk
+            self._action(slot, "passed", kind)
+        else:
+            self._action(slot, action, kind, before=before, after=after,
+                         seq=True if part is not None else False)
+
+    def flushed(self, spec: ProcessorSpec, items: Iterable[Any]) -> None:
+        """What ``spec``'s ``flush_output_stream`` let out at the end of a step."""
+        items = list(items)
+        if items:
+            self.changed(self._slot(spec), None, items)
+
+    # ------------------------------------------------------------------ the two ends
+
+    async def model(self, source: Iterable[Chunk] | AsyncIterator[Chunk], step_number: int
+                    ) -> AsyncGenerator[Chunk, None]:
+        """``source`` (the model's stream of a step), reporting each chunk as ``model-chunk``
+        before the chain sees it. Closing this closes ``source``."""
+        try:
+            if isinstance(source, (list, tuple)):
+                for chunk in source:
+                    self._model(chunk, step_number)
+                    yield chunk
+            else:
+                async for chunk in source:  # type: ignore[union-attr]
+                    self._model(chunk, step_number)
+                    yield chunk
+        finally:
+            self.seq = None  # what comes after the model's chunks is not one of them
+            closer = getattr(source, "aclose", None)
+            if closer is not None:
+                await closer()
+
+    def _model(self, chunk: Any, step_number: int) -> None:
+        self.seq = seq = self._model_seq
+        self._model_seq += 1
+        try:
+            data = to_builtins(chunk)
+        except Exception:  # noqa: BLE001 - not a chunk: the chain says what is wrong
+            data = {"type": _type(chunk), "repr": repr(chunk)[:200]}
+        self.emit(ModelChunk(run_id=self.run_id, step_number=step_number, seq=seq, chunk=data))
+
+    async def out(self, chunks: AsyncGenerator[Chunk, None]) -> AsyncGenerator[Chunk, None]:
+        """``chunks`` (the run's), reporting each as ``chunk`` just before the consumer gets
+        it. Closing this closes ``chunks``."""
+        try:
+            async for chunk in chunks:
+                seq = self._out_seq
+                self._out_seq += 1
+                self.emit(ChunkOut(run_id=self.run_id, seq=seq, chunk=to_builtins(chunk)))
+                yield chunk
+        finally:
+            await chunks.aclose()
+
+
+def now_ms() -> float:
+    """Epoch milliseconds (the events' ``at``)."""
+    return time.time() * 1000.0
