@@ -48,7 +48,7 @@ from ..processors._runtime import RequestRuntime, Writer
 from ..tracing._settings import run_tracer
 from ..tripwire import TripWire
 from ._build import StepRecorder, error_text
-from ._observe import Observed
+from ._observe import NOOP, Observed, RunReporter
 from ._result import AgentResult, TripwireInfo
 from ._routing import Origin, Outbox
 from ._shown import ShownError, show_error
@@ -101,13 +101,14 @@ class Run:
         self.state = RunState(message_list=ml, system_snapshot=SystemSnapshot(()),
                               input_messages=messages)
         self.outbox = Outbox()
-        # Resolved once per run, here, so the run's spans nest under the caller's current span
-        # (``tracing.NOOP`` when tracing is off; called per node, never per chunk). Observers
-        # (``observers=``, ``_observe``) watch through the same calls; set up before the chain
-        # is bound, which reports every hook's result when one of them wants chunk detail.
-        tracer = run_tracer()
-        self.tracer = tracer if not config.observers else \
-            Observed(self, tracer, config.observers)
+        # What the run reports through (``_observe``; called per node, never per chunk): ``NOOP``
+        # without observers; else the call's ``observers=`` and, when tracing is on, the run's
+        # span tracer, resolved once per run, here, so its spans nest under the caller's current
+        # span. Set up before the chain is bound, which reports every hook's result when an
+        # observer wants chunk detail.
+        spans = run_tracer()
+        observers = config.observers if spans is None else (spans, *config.observers)
+        self.tracer: RunReporter = Observed(self, observers) if observers else NOOP
         # Stream hooks get their writer when there are some (the empty chain writes nothing).
         self.chain = StreamChain(config.output_specs, self.runtime,
                                  writer=self.outbox.writer(Origin.STREAM_WRITER)
