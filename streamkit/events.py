@@ -175,15 +175,18 @@ class ToolCalled(_Event, frozen=True, kw_only=True, tag="tool-call"):
 
 class ToolReturned(_Event, frozen=True, kw_only=True, tag="tool-result"):
     """The tool call returned (``is_error`` false) or failed; ``result`` as the consumer
-    received it (after the processors; ``None`` and ``delivered`` false when a processor
-    dropped it, or the call never finished). ``error``: the tool raised (its class, never its
-    text; the text the consumer got is ``result``)."""
+    received it (after ``process_tool_result`` and the stream processors; ``None`` and
+    ``delivered`` false when a processor dropped it, or the call never finished), ``raw`` as the
+    tool returned it (a failure: its error text) — the two differ where a processor changed it.
+    ``error``: the tool raised (its class; the text is in ``raw``, and in ``result`` as the
+    consumer got it)."""
 
     step_number: int
     tool_call_id: str
     tool_name: str
     is_error: bool
     result: Any
+    raw: Any = None
     delivered: bool = True
     error: ErrorDetail | None = None
 

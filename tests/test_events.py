@@ -322,3 +322,51 @@ async def test_data_chunks_and_writer_of_a_data_processor() -> None:
     [changed] = [e for e in log.of(ProcessorAction) if e.action == "changed"]
     assert changed.chunk_type == "data-note" and changed.seq is None
     assert '"n":1' in (changed.before or "") and '"tagged":true' in (changed.after or "")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(words=st.lists(st.sampled_from(["Mail", " me", " at", " ada@example.com", " or", " call",
+                                       " +44 20 7946 0958", " later.", " ", "x@y.org"]),
+                      min_size=1, max_size=10),
+       size=st.integers(min_value=1, max_value=7))
+async def test_holdback_guard_actions_account_for_every_character(words: list[str],
+                                                                   size: int) -> None:
+    """A hold-back redactor (the operators' ``PIIDetector``) over any split: what its actions
+    say went in is the model's text, in order, and what they say came out is the answer."""
+    from streamkit_operators import PIIDetector
+
+    source = "".join(words)
+    agent = Agent(id="a", model=ScriptedModel([text(source, chunk_size=size)]),
+                  output_processors=[PIIDetector(phase="output")])
+    log = EventLog(chunk_detail=True)
+    result = await agent.generate("hi", observers=[log])
+    acts = [e for e in log.of(ProcessorAction) if e.chunk_type == "text-delta"]
+    assert {e.action for e in acts} <= {"passed", "held", "released", "redacted"}
+    model = {e.seq: e.chunk["payload"]["text"] for e in log.of(ModelChunk)
+             if e.chunk["type"] == "text-delta"}
+    went_in = "".join(model[e.seq] if e.action == "passed" else e.before or ""
+                      for e in acts if e.action != "held")
+    came_out = "".join(model[e.seq] if e.action == "passed" else e.after or ""
+                       for e in acts)
+    assert went_in == source
+    assert came_out == result.text == out_text(log)
+    assert ("ada@example.com" in source) == any(
+        e.action == "redacted" and "ada@example.com" in (e.before or "") for e in acts)
+
+
+async def test_a_guard_on_step_finish_blocks_the_step_not_accepts_it() -> None:
+    """A stream guard that trips on the step's own ``step-finish`` chunk: the attempt is
+    reported as ``tripwire``, never ``accepted``."""
+    def on_finish(part: Any, abort: Any) -> Any:
+        if part.type == "step-finish":
+            abort("no finishing")
+        return part
+
+    agent = Agent(id="a", model=ScriptedModel([text("ok")]),
+                  output_processors=[P("fin", process_output_stream=on_finish)])
+    log = EventLog()
+    result = await agent.generate("hi", observers=[log])
+    assert result.tripwire is not None
+    assert [(e.outcome, e.reason) for e in log.of(StepFinished)] == [("tripwire",
+                                                                      "no finishing")]
+    assert log.events[-1].type == "run-finish"

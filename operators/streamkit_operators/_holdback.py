@@ -317,6 +317,8 @@ class RedactingGuard(HoldbackGuard):
     """
 
     strategy: str = "redact"
+    #: The studio reports this guard's changes to a chunk as ``redacted`` (``streamkit.events``).
+    redacts: bool = True
     rules: Sequence[Rule] = ()
     #: Tool-call arguments (streamed and final) are checked too.
     check_tool_args: bool = True

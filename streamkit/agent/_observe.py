@@ -152,8 +152,8 @@ class Observed(RunReporter):
         observers: the checked ``observers=``, and the run's span tracer when tracing is on.
     """
 
-    __slots__ = ("_observers", "_run", "_run_id", "_step", "_retry", "probe", "_calls",
-                 "_contexts", "_tool_now", "_model_perf", "_model_open")
+    __slots__ = ("_observers", "_detailed", "_run", "_run_id", "_step", "_retry", "probe",
+                 "_calls", "_contexts", "_tool_now", "_model_perf", "_model_open")
 
     def __init__(self, run: Run, observers: tuple[Any, ...]) -> None:
         self._observers = observers
@@ -169,15 +169,24 @@ class Observed(RunReporter):
             make for make in (getattr(o, "tool_context", None) for o in observers)
             if callable(make))
         self.probe: ChunkProbe | None = None
-        if any(getattr(o, "chunk_detail", False) is True for o in observers):
-            self.probe = run.runtime.probe = ChunkProbe(run.run_id, self.emit, self._step_now)
+        self._detailed = tuple(o for o in observers if getattr(o, "chunk_detail", False) is True)
+        if self._detailed:
+            self.probe = run.runtime.probe = ChunkProbe(run.run_id, self._emit_detail,
+                                                        self._step_now)
 
     def _step_now(self) -> int | None:
         return self._step
 
     def emit(self, event: RunEvent) -> None:
         """Hand ``event`` to every observer (an observer's exception is logged, not raised)."""
-        for obs in self._observers:
+        self._hand(event, self._observers)
+
+    def _emit_detail(self, event: RunEvent) -> None:
+        """A per-chunk event: only to the observers that asked for chunk detail."""
+        self._hand(event, self._detailed)
+
+    def _hand(self, event: RunEvent, observers: tuple[Any, ...]) -> None:
+        for obs in observers:
             try:
                 obs.on_event(event)
             except Exception:  # noqa: BLE001 - documented: watching must not change the run
@@ -305,6 +314,7 @@ class Observed(RunReporter):
         delivered = {r["tool_call_id"]: r for r in step.tool_results} if step is not None else {}
         outcomes = {c["tool_call_id"]: (ok, v) for c, ok, v in step.tool_outcomes} \
             if step is not None else {}
+        raw = {cid: v if ok else f"{type(v).__name__}: {v}" for cid, (ok, v) in outcomes.items()}
         for cid, call in self._calls.items():
             got = delivered.get(cid)
             outcome = outcomes.get(cid)
@@ -313,8 +323,8 @@ class Observed(RunReporter):
                 run_id=run.run_id, step_number=step.number if step is not None else 0,
                 tool_call_id=cid, tool_name=str(call["tool_name"]),
                 is_error=bool(got["is_error"]) if got is not None else error is not None,
-                result=got["result"] if got is not None else None, delivered=got is not None,
-                error=error))
+                result=got["result"] if got is not None else None, raw=raw.get(cid),
+                delivered=got is not None, error=error))
         self._calls.clear()
 
     def end(self, run: Run, exc: BaseException | None) -> None:

@@ -69,6 +69,26 @@ def _shown(chunk: Any) -> str:
     return msgspec.json.encode(data).decode()
 
 
+def _wire(chunk: Any) -> dict[str, Any]:
+    """The chunk's wire dict; one with a value that has no JSON form (a tool's result object)
+    or that is not a chunk at all is ``{"type", "repr"}`` (the chain reports a non-chunk)."""
+    try:
+        return to_builtins(chunk)
+    except Exception:  # noqa: BLE001 - watching must not fail the run
+        return {"type": _type(chunk), "repr": repr(chunk)[:2000]}
+
+
+def _tail(before: str, after: str) -> str:
+    """What a holding processor still holds of ``before`` after letting out ``after``, a
+    changed version of a prefix of it: what follows the longest end of ``after`` found in
+    ``before`` (nothing when ``after`` ends with text that is not in ``before``, a mask)."""
+    for k in range(len(after), 0, -1):
+        at = before.rfind(after[-k:])
+        if at >= 0:
+            return before[at + k:]
+    return ""
+
+
 def _type(chunk: Any) -> str:
     return str(getattr(chunk, "type", type(chunk).__name__))
 
@@ -208,16 +228,24 @@ class ChunkProbe:
             return
         items = out if out.__class__ is list else [out]
         if any(item is part for item in items):
+            extra = [item for item in items if item is not part]
+            if slot.held and extra and all(_text(i) is not None for i in extra):
+                # What it held, let out beside the chunk (a guard closing a part at its end).
+                self.changed(slot, None, extra, seq=True)
+                extra = []
             for item in items:
                 if item is part:
                     self._action(slot, "passed", part)
-                else:
+                elif any(item is e for e in extra):
                     self._action(slot, "emitted", item, after=_shown(item))
             return
         self.changed(slot, part, items)
 
-    def changed(self, slot: _Slot, part: Any | None, items: list[Any]) -> None:
-        """``part`` (``None``: the end of the step) became ``items``."""
+    def changed(self, slot: _Slot, part: Any | None, items: list[Any], *,
+                seq: bool | None = None) -> None:
+        """``part`` (``None``: no chunk, what was held is let out) became ``items``; ``seq``:
+        whether the action belongs to the model chunk being processed (default: when there is
+        a ``part``)."""
         texts = [_text(i) for i in items]
         if all(t is not None for t in texts) and (part is None or _text(part) is not None):
             before = slot.held + ((_text(part) or "") if part is not None else "")
@@ -233,17 +261,19 @@ class ChunkProbe:
         if after == before:
             action = "released" if held or part is None else "passed"
         elif slot.holds and before.startswith(after):
-            action = "released"
-            slot.held = before[len(after):]
-        elif slot.redacts or any(m.group() not in before for m in MASK.finditer(after)):
-            action = "redacted"
+            action = "released"  # a part of it: the rest is still held
+            before, slot.held = after, before[len(after):]
         else:
-            action = "changed"
+            if slot.holds:  # it may still hold the end of what it was given
+                slot.held = _tail(before, after)
+                before = before[:len(before) - len(slot.held)]
+            action = "redacted" if slot.redacts or any(
+                m.group() not in before for m in MASK.finditer(after)) else "changed"
         if action == "passed":  # an equal copy of the chunk
             self._action(slot, "passed", kind)
         else:
             self._action(slot, action, kind, before=before, after=after,
-                         seq=True if part is not None else False)
+                         seq=(part is not None) if seq is None else seq)
 
     def flushed(self, spec: ProcessorSpec, items: Iterable[Any]) -> None:
         """What ``spec``'s ``flush_output_stream`` let out at the end of a step."""
@@ -275,11 +305,8 @@ class ChunkProbe:
     def _model(self, chunk: Any, step_number: int) -> None:
         self.seq = seq = self._model_seq
         self._model_seq += 1
-        try:
-            data = to_builtins(chunk)
-        except Exception:  # noqa: BLE001 - not a chunk: the chain says what is wrong
-            data = {"type": _type(chunk), "repr": repr(chunk)[:200]}
-        self.emit(ModelChunk(run_id=self.run_id, step_number=step_number, seq=seq, chunk=data))
+        self.emit(ModelChunk(run_id=self.run_id, step_number=step_number, seq=seq,
+                             chunk=_wire(chunk)))
 
     async def out(self, chunks: AsyncGenerator[Chunk, None]) -> AsyncGenerator[Chunk, None]:
         """``chunks`` (the run's), reporting each as ``chunk`` just before the consumer gets
@@ -288,7 +315,7 @@ class ChunkProbe:
             async for chunk in chunks:
                 seq = self._out_seq
                 self._out_seq += 1
-                self.emit(ChunkOut(run_id=self.run_id, seq=seq, chunk=to_builtins(chunk)))
+                self.emit(ChunkOut(run_id=self.run_id, seq=seq, chunk=_wire(chunk)))
                 yield chunk
         finally:
             await chunks.aclose()

@@ -215,7 +215,7 @@ def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
                resource: ResourceHook | None = None,
                request_context: ContextHook | None = None,
                client_context_keys: Collection[str] | None = None,
-               limits: Limits | None = None) -> Starlette:
+               limits: Limits | None = None, studio: bool = True) -> Starlette:
     """An ASGI app serving ``agents`` to ``@mastra/client-js`` and the AI SDK's ``useChat``.
 
     Routes: ``GET /api/agents``, ``GET /api/agents/{id}``, ``POST /api/agents/{id}/generate``,
@@ -256,6 +256,10 @@ def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
             JSON 100 deep, 100 headers, deadlines; see ``Limits`` and docs/serving.md). The app
             enforces the request-level ones under any server; ``python -m streamkit serve``
             and ``uvicorn_config(app)`` apply the connection-level ones.
+        studio: serve the studio's routes (``/api/studio/...``, docs/studio.md). They show
+            what the model produced *before* the output processors — what a redacting guard
+            removed included — to whoever may run the agent: a developer's tool. ``False``
+            for a server whose clients must only ever see what the guards let out.
 
     Raises:
         UsageError: no agents, two agents with one id, something that is not an ``Agent``, a
@@ -304,7 +308,7 @@ def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
     app = _App(routes=[
         Route("/", index, methods=["GET"]),
         Route("/chat/{agent_id}", chat.handle, methods=["POST"]),
-        Mount("/api", routes=api.routes() + StudioAPI(api).routes()),
+        Mount("/api", routes=api.routes() + (StudioAPI(api).routes() if studio else [])),
     ], middleware=middleware, limits=limits, stream=api.stream, chat=chat.handle,
         cors=bool(allow_origins))
     app.state.agents = by_id

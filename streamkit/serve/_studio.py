@@ -16,7 +16,12 @@ against them (``docs/studio.md``).
 Threads are the Mastra memory routes' (``GET /api/memory/threads?resourceId=&agentId=``,
 ``/api/memory/threads/{id}/messages``); nothing is added for them.
 
-Decision: a ``StreamkitError`` raised after the first event is sent as an ``error``-outcome
+Security: these routes show what the model produced *before* the output processors (what a
+redacting guard removed included), and tool results before ``process_tool_result``, to whoever
+may run the agent — a developer's tool. ``create_app(studio=False)`` leaves them out.
+
+Decision: a value in an event with no JSON form (a tool's result object) is sent as its
+``repr``. A ``StreamkitError`` raised after the first event is sent as an ``error``-outcome
 ``run-finish`` event (``error``: its text) before ``[DONE]``, the events' counterpart of the
 Mastra route's in-band ``error`` chunk.
 """
@@ -42,7 +47,13 @@ from ._sse import DONE, SSE_HEADERS, EventStream, SSEResponse
 
 __all__ = ["StudioAPI", "studio_frames", "event_frame", "agent_summary", "graph_json"]
 
-_encode = msgspec.json.Encoder().encode
+def _shown(value: Any) -> str:
+    """A value with no JSON form (what a tool returned, say), shown by its ``repr``."""
+    text = repr(value)
+    return text if len(text) <= 2000 else text[:1997] + "..."
+
+
+_encode = msgspec.json.Encoder(enc_hook=_shown).encode
 _LINE_SEPARATORS = (("\u2028".encode(), b"\\u2028"), ("\u2029".encode(), b"\\u2029"))
 
 

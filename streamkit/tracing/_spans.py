@@ -46,7 +46,6 @@ Decisions the spec leaves open:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from collections.abc import Iterator

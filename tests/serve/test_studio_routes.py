@@ -1,7 +1,8 @@
-"""The studio's data routes under real uvicorn on 127.0.0.1, with a keep-alive client, on the
-served demo agent (its model unpaced): one turn per studio case — the events the studio stream
-route sends, in order, with what each processor did — plus the agents and graph routes, the
-tenancy of the stream route, a continued thread, and the ``serve`` command's studio line.
+"""The studio's data routes (the page is test_studio.py's, in a browser) under real uvicorn
+on 127.0.0.1, with a keep-alive client, on the served demo agent (its model unpaced): one turn
+per studio case — the events the studio stream route sends, in order, with what each processor
+did — plus the agents and graph routes, the tenancy of the stream route, a continued thread,
+and the ``serve`` command's studio line.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import httpx
 import pytest
 
 from streamkit._demo import STUDIO_PROMPTS, build_serve_agent
-from streamkit.events import decode_event
+from streamkit.events import ToolCalled, decode_event
 from streamkit.memory import Memory, SQLiteStore
 from streamkit.serve import create_app
+from streamkit.serve._studio import event_frame
 
 from ._server import running
 from .test_app import WAIT, _start, _stop
@@ -157,6 +159,7 @@ async def test_tool_turns(client: httpx.AsyncClient) -> None:
     assert ("redact-tool-pii", "process_tool_result") in hooks
     [result] = of(events, "tool-result")
     assert result["result"]["email"] == "[email]"  # as the consumer got it
+    assert result["raw"]["email"] == "ada@example.com"  # as the tool returned it
 
 
 async def test_stream_route_keeps_the_mastra_rules(client: httpx.AsyncClient) -> None:
@@ -219,3 +222,41 @@ def test_serve_prints_the_studio_url(tmp_path: Path) -> None:
         assert studio.split()[2] == url.rstrip("/") + "/"
     finally:
         _stop(proc)
+
+
+async def test_studio_off_and_values_without_json() -> None:
+    """``create_app(studio=False)`` has no studio routes; a tool whose result has no JSON form
+    fails (the library's rule) and the event says so, raw and delivered; a value with no JSON
+    form in an event is framed as its repr."""
+    from streamkit import Agent
+    from streamkit.testing import ScriptedModel, text, tool_call
+    from streamkit.tools import tool
+
+    class Opaque:
+        def __repr__(self) -> str:
+            return "<Opaque thing>"
+
+    @tool
+    def thing() -> Any:
+        """Return an object."""
+        return Opaque()
+
+    def make() -> Agent:
+        return Agent(id="a", model=ScriptedModel([tool_call("thing", {}), text("done")]),
+                     tools=[thing])
+
+    async with running(create_app([make()], studio=False)) as url, \
+            httpx.AsyncClient(base_url=url, timeout=WAIT) as http:
+        assert (await http.get("/api/studio/agents")).status_code == 404
+        gone = await http.post("/api/studio/agents/a/stream", json={"messages": "x"})
+        assert gone.status_code in (404, 405)
+    async with running(create_app([make()])) as url, \
+            httpx.AsyncClient(base_url=url, timeout=WAIT) as http:
+        answer = await http.post("/api/studio/agents/a/stream", json={"messages": "x"})
+        events = frames(answer.text)
+        [returned] = of(events, "tool-result")
+        assert returned["is_error"] is True and "cannot be encoded as JSON" in returned["raw"]
+        assert events[-1]["type"] == "run-finish"
+    frame = event_frame(ToolCalled(run_id="r", step_number=0, tool_call_id="c",
+                                   tool_name="t", args=Opaque()))
+    assert json.loads(frame[len(b"data: "):])["args"] == "<Opaque thing>"
