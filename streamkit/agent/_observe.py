@@ -22,7 +22,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .._loop_nodes import LoopNode
 from ..errors import APICallError, InvalidType
@@ -42,10 +42,8 @@ from ..events import (
     TripwireDetail,
 )
 from ..processors._probe import ChunkProbe, now_ms
-from ..processors._runtime import TraceRecord
-
-if TYPE_CHECKING:
-    from ._run import Run
+from ..processors._runtime import RequestRuntime, TraceRecord
+from ._state import RunConfig, RunState
 
 __all__ = ["Observed", "RunReporter", "NOOP", "check_observers"]
 
@@ -78,6 +76,18 @@ def check_observers(observers: Any) -> tuple[Any, ...]:
                               f"method; an observer is an object with on_event(event) and "
                               f"optionally chunk_detail = True")
     return tuple(observers)
+
+
+class Run(Protocol):
+    """What the events are made from (``_run.Run``): named here so that this module, which the
+    run reports through, does not import the run."""
+
+    run_id: str
+    config: RunConfig
+    runtime: RequestRuntime
+    state: RunState
+
+    def shown_text(self, error: BaseException) -> str | None: ...
 
 
 def _usage(usage: Any) -> dict[str, int]:

@@ -318,6 +318,12 @@ class Run:
                 except Exception:  # noqa: BLE001 - closing must not mask the run's outcome
                     pass
 
+    def stream_text(self) -> str:
+        """``stream.text`` (``AgentStream.text``): the final step's text once the run got to
+        ``process_output_result``, else the text deltas the consumer received."""
+        st = self.state
+        return st.final_text if st.has_result_text else st.delivered_text()
+
     def result(self) -> AgentResult:
         """The run's outcome (complete once ``events()`` is exhausted)."""
         st = self.state

@@ -47,6 +47,7 @@ Decisions the spec leaves open:
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
@@ -57,7 +58,6 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from .. import __version__
 from .._loop_nodes import LoopNode
 from ..events import (
     ErrorDetail,
@@ -103,6 +103,20 @@ _SETTINGS = {
 _cached: tuple[Any, trace.Tracer] | None = None
 
 
+def _version() -> str:
+    """The installed distribution's version, for the instrumentation scope (read from its
+    metadata, not from ``streamkit/__init__``, which sits above the agent: importing it from here
+    would put the tracing above the agent it observes). Empty when streamkit runs from a source
+    tree that was not installed."""
+    try:
+        return importlib.metadata.version("streamkit-agents")
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+_VERSION = _version()
+
+
 def tracer_for(provider: Any, capture: bool) -> SpanTracer | None:
     """A ``SpanTracer`` for one run, or ``None`` when ``provider`` (default: the global one)
     would record nothing (none set, or a no-op provider)."""
@@ -115,7 +129,7 @@ def tracer_for(provider: Any, capture: bool) -> SpanTracer | None:
     if cached is not None and cached[0] is provider:
         tracer = cached[1]
     else:
-        tracer = provider.get_tracer("streamkit", __version__)
+        tracer = provider.get_tracer("streamkit", _VERSION)
         _cached = (provider, tracer)
     if isinstance(tracer, trace.NoOpTracer):
         return None
