@@ -41,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
                        help="module:attribute naming an Agent, or a list or dict of agents")
     serve.add_argument("--demo", action="store_true", help="serve the demo agent (id support)")
     serve.add_argument("--pace-ms", type=float, metavar="MS", help=_PACE_HELP)
+    serve.add_argument("--no-studio", action="store_true",
+                       help="leave out the studio's routes: they show what the output "
+                            "processors removed (docs/studio.md)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000, help="0 picks a free port")
     serve.add_argument("--memory", default="streamkit-demo.sqlite3", metavar="PATH",
@@ -124,7 +127,8 @@ def _serve(args: argparse.Namespace) -> int:
         return serve(args.targets, demo=args.demo, host=args.host, port=args.port,
                      memory_path=args.memory, heartbeat=args.heartbeat,
                      resource_header=args.resource_header, limits=limits,
-                     workers=args.workers, pace_ms=args.pace_ms)
+                     workers=args.workers, pace_ms=args.pace_ms,
+                     studio=not args.no_studio)
     except StreamkitError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -85,9 +85,8 @@ class ErrorDetail(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class RunStarted(_Event, frozen=True, kw_only=True, tag="run-start"):
-    """The run starts (its first chunk is being asked for). ``at``: epoch milliseconds.
-    ``agent_name``: ``Agent(name=)``, else its id; ``provider``/``model_id``: the agent's
-    model's."""
+    """The run starts (its first chunk is being asked for). ``at``: epoch milliseconds;
+    ``agent_name``: ``Agent(name=)`` (else its id); ``provider``: the model's, if it says."""
 
     agent_id: str
     model_id: str | None

@@ -78,6 +78,9 @@ async def test_run_events_in_order_and_per_chunk_only_when_asked(mode: str) -> N
     assert plain.counts["run-start"] == plain.counts["run-finish"] == 1
     assert plain.counts["step-start"] == plain.counts["step-finish"] == 1
     assert plain.counts["hook"] == 1 and plain.counts["transition"] >= 8
+    started = log.events[0]
+    assert isinstance(started, RunStarted) and started.agent_name == "a"
+    assert started.model_id == "scripted-model" and started.provider == "scripted"
     kinds = [type(e) for e in log.events]
     assert kinds[0] is RunStarted and kinds[-1] is RunFinished
     assert kinds.index(StepStarted) < kinds.index(HookCalled) < kinds.index(StepFinished)
@@ -369,4 +372,40 @@ async def test_a_guard_on_step_finish_blocks_the_step_not_accepts_it() -> None:
     assert result.tripwire is not None
     assert [(e.outcome, e.reason) for e in log.of(StepFinished)] == [("tripwire",
                                                                       "no finishing")]
+    assert log.events[-1].type == "run-finish"
+
+
+async def test_observers_beside_tracing_change_no_span() -> None:
+    """A traced run with observers: the same span tree as without (the observer wraps the
+    run's tracer and calls it first), and every processor span still gets its record."""
+    pytest.importorskip("opentelemetry.sdk.trace", reason="opentelemetry-sdk (test extra)")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from streamkit.tracing import _settings, instrument
+
+    shout = P("shout", process_output_stream=lambda part: part,
+              process_output_result=lambda result: None)
+
+    def agent() -> Agent:
+        return Agent(id="a", model=ScriptedModel([text("hi there")]), output_processors=[shout])
+
+    saved = _settings._settings
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrument(provider, capture_content=False)
+    try:
+        await agent().generate("hi")
+        plain = sorted(s.name for s in exporter.get_finished_spans())
+        exporter.clear()
+        log = EventLog(chunk_detail=True)
+        await agent().generate("hi", observers=[log])
+        watched = sorted(s.name for s in exporter.get_finished_spans())
+    finally:
+        _settings._settings = saved
+    assert watched == plain and any("shout" in name for name in plain)
+    assert {(h.processor_id, h.hook) for h in log.of(HookCalled)} == {
+        ("shout", "process_output_stream"), ("shout", "process_output_result")}
     assert log.events[-1].type == "run-finish"

@@ -258,17 +258,20 @@ def serve(targets: Sequence[str], *, demo: bool = False, host: str = "127.0.0.1"
           port: int = 8000, memory_path: str = "streamkit-demo.sqlite3",
           heartbeat: float = 15.0, limits: Limits | None = None,
           out: TextIO = sys.stdout, resource_header: str | None = None,
-          workers: int = 1, pace_ms: float | None = None) -> int:
+          workers: int = 1, pace_ms: float | None = None, studio: bool = True) -> int:
     """Serve the agents of ``targets`` (and the demo agent with ``demo``) until interrupted.
 
     Prints ``streamkit serve: http://HOST:PORT (agents: ...)`` once accepting connections
-    (the real port when ``port`` is 0), then ``streamkit studio: http://HOST:PORT/``. With
-    ``demo``, ``pace_ms`` is the demo model's milliseconds before each chunk (``None``:
-    ``STREAMKIT_DEMO_PACE_MS``, else 30). ``limits`` bounds requests and connections (default
+    (the real port when ``port`` is 0). ``limits`` bounds requests and connections (default
     ``Limits()``; docs/serving.md). Returns the exit status. ``resource_header`` names the
     request header that carries each request's resource (``create_app(resource=...)``): set it
     when a proxy that authenticates callers sets that header, never when clients reach the
     server directly.
+
+    Then it prints ``streamkit studio: http://HOST:PORT/`` (the studio, docs/studio.md);
+    ``studio=False`` serves without the studio's routes (``create_app(studio=False)``) and
+    prints no such line. With ``demo``, ``pace_ms`` is the demo model's milliseconds before
+    each chunk (``None``: ``STREAMKIT_DEMO_PACE_MS``, else 30).
 
     ``workers`` > 1 forks that many processes after the agents are loaded, all accepting on
     the one socket (POSIX only). Each has its own connections to the memory's store, so the
@@ -304,7 +307,7 @@ def serve(targets: Sequence[str], *, demo: bool = False, host: str = "127.0.0.1"
             f"missing on the others; give a SQLite file (--memory PATH), PostgreSQL or Redis, "
             f"or serve with one worker")
     app = create_app(agents, memory=memory, heartbeat=heartbeat, resource=resource,
-                     limits=limits)
+                     limits=limits, studio=studio)
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
@@ -312,8 +315,8 @@ def serve(targets: Sequence[str], *, demo: bool = False, host: str = "127.0.0.1"
                             timeout_graceful_shutdown=5)
     served = f" (agents: {', '.join(a.id for a in agents)}" + \
         (f"; {workers} workers)" if workers > 1 else ")")
-    announce = _writer(out, f"streamkit serve: http://{shown}:{bound}{served}\n"
-                            f"streamkit studio: http://{shown}:{bound}/\n")
+    announce = _writer(out, f"streamkit serve: http://{shown}:{bound}{served}\n" + (
+        f"streamkit studio: http://{shown}:{bound}/\n" if studio else ""))
     try:
         if workers > 1:
             def close() -> None:

@@ -222,6 +222,28 @@ def test_serve_prints_the_studio_url(tmp_path: Path) -> None:
         assert studio.split()[2] == url.rstrip("/") + "/"
     finally:
         _stop(proc)
+    proc, url = _start(["--demo", "--no-studio", "--pace-ms", "0", "--memory",
+                        str(tmp_path / "demo2.sqlite3")], tmp_path)
+    try:
+        assert httpx.get(url + "/api/studio/agents", timeout=WAIT).status_code == 404
+        assert httpx.get(url + "/api/agents", timeout=WAIT).status_code == 200
+    finally:
+        _stop(proc)
+
+
+def test_pace_is_checked() -> None:
+    from streamkit._demo import PACE_ENV, pace_ms
+    from streamkit.errors import InvalidArgument
+
+    assert pace_ms(12) == 12.0 and pace_ms(0) == 0.0
+    with pytest.raises(InvalidArgument, match="--pace-ms must be milliseconds"):
+        pace_ms(-1)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(PACE_ENV, "fast")
+        with pytest.raises(InvalidArgument, match=f"{PACE_ENV} must be milliseconds"):
+            pace_ms()
+        mp.setenv(PACE_ENV, "")
+        assert pace_ms() == 30.0
 
 
 async def test_studio_off_and_values_without_json() -> None:
@@ -260,3 +282,33 @@ async def test_studio_off_and_values_without_json() -> None:
     frame = event_frame(ToolCalled(run_id="r", step_number=0, tool_call_id="c",
                                    tool_name="t", args=Opaque()))
     assert json.loads(frame[len(b"data: "):])["args"] == "<Opaque thing>"
+
+
+async def test_the_demo_model_waits_its_pace_before_each_chunk(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pace`` reaches the served model and the terminal demo's: one wait of ``pace`` ms per
+    chunk (counted, not timed), none at 0."""
+    import asyncio
+
+    from streamkit._demo import build_agent
+
+    waits: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def counted(delay: float, *args: Any) -> Any:
+        if delay:
+            waits.append(delay)
+        return await real_sleep(0)
+
+    monkeypatch.setattr(asyncio, "sleep", counted)
+    for agent, prompt in ((build_serve_agent(pace=30), "hello"),
+                          (build_agent(pace=30), "hello")):
+        waits.clear()
+        stream = agent.stream(prompt)
+        got = [c async for c in stream]
+        assert waits and set(waits) == {0.03}
+        model_chunks = [c for c in got if c.type in ("text-delta", "text-start", "text-end")]
+        assert len(waits) >= len(model_chunks)
+    waits.clear()
+    await build_serve_agent(pace=0).generate("hello")
+    assert waits == []
