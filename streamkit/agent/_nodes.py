@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from msgspec import UNSET, structs
 
+from .. import _loop_nodes as node
 from .._loop_nodes import LoopNode, check_node_functions
 from .._partial_json import PartialJSON
 from ..chunks import (
@@ -114,12 +115,12 @@ async def start(run: Run) -> Literal[LoopNode.PROCESS_INPUT]:
             ml.add(history, "memory")
     if run.state.input_messages is not None:
         ml.add(run.state.input_messages, "input")
-    return LoopNode.PROCESS_INPUT
+    return node.PROCESS_INPUT
 
 
 async def process_input(run: Run) -> Literal[LoopNode.PROCESS_INPUT_STEP]:
     st = run.state
-    if LoopNode.PROCESS_INPUT in run.graph.busy:
+    if node.PROCESS_INPUT in run.graph.busy:
         await run_message_hook(run.runtime, run.config.input_specs, "process_input",
                                st.message_list,
                                {"retry_count": 0, "request_context": run.runtime.request_context},
@@ -129,7 +130,7 @@ async def process_input(run: Run) -> Literal[LoopNode.PROCESS_INPUT_STEP]:
     st.system_snapshot = st.message_list.snapshot_system()
     run.emit(Start(id=run.config.agent_id, message_id=run.run_id, run_id=run.run_id,
                    from_=AGENT), Origin.RUN)
-    return LoopNode.PROCESS_INPUT_STEP
+    return node.PROCESS_INPUT_STEP
 
 
 # ----------------------------------------------------------------------------- one step
@@ -147,11 +148,11 @@ async def process_input_step(run: Run) -> Literal[LoopNode.PREPARE_STEP]:
         tool_choice=cfg.tool_choice, model_settings=dict(cfg.model_settings),
         provider_options=dict(cfg.provider_options), structured_output=cfg.structured_output)
     run.chain.retry_count = st.retry_count
-    if LoopNode.PROCESS_INPUT_STEP in run.graph.busy:
+    if node.PROCESS_INPUT_STEP in run.graph.busy:
         overrides = await run_input_step(run.runtime, cfg.input_specs, st.message_list,
                                          _step_args(run, step), step=st.step_number)
         _apply_overrides(cfg, step, overrides)
-    return LoopNode.PREPARE_STEP
+    return node.PREPARE_STEP
 
 
 def _step_args(run: Run, step: StepState) -> dict[str, Any]:
@@ -198,7 +199,7 @@ async def prepare_step(run: Run) -> Literal[LoopNode.PROCESS_LLM_REQUEST]:
                                          run.state.message_list, _step_args(run, step),
                                          step=run.state.step_number)
         _apply_overrides(run.config, step, overrides)
-    return LoopNode.PROCESS_LLM_REQUEST
+    return node.PROCESS_LLM_REQUEST
 
 
 def _prompt(run: Run) -> list[dict[str, Any]]:
@@ -210,9 +211,9 @@ def _prompt(run: Run) -> list[dict[str, Any]]:
 
 async def process_llm_request(run: Run) -> Literal[LoopNode.MODEL, LoopNode.PROCESS_OUTPUT_STREAM]:
     step = run.step
-    if LoopNode.PROCESS_LLM_REQUEST not in run.graph.busy:
+    if node.PROCESS_LLM_REQUEST not in run.graph.busy:
         step.prompt = _prompt(run)
-        return LoopNode.MODEL
+        return node.MODEL
     args = _base_args(run)
     args.update(prompt=_prompt(run), tools=dict(step.tools), tool_choice=_tool_choice(step),
                 model_settings=step.model_settings, provider_options=step.provider_options,
@@ -222,8 +223,8 @@ async def process_llm_request(run: Run) -> Literal[LoopNode.MODEL, LoopNode.PROC
     step.prompt = prompt
     if replay is not None:
         step.replay = [_reenvelope(c, run.run_id) for c in replay]
-        return LoopNode.PROCESS_OUTPUT_STREAM
-    return LoopNode.MODEL
+        return node.PROCESS_OUTPUT_STREAM
+    return node.MODEL
 
 
 def _reenvelope(chunk: Any, run_id: str) -> Chunk:
@@ -249,7 +250,7 @@ async def model(run: Run) -> Literal[LoopNode.PROCESS_OUTPUT_STREAM]:
         provider_options=step.provider_options, structured_output=schema, run_id=run.run_id,
         step_number=run.state.step_number)
     step.source = step.model.stream(step.request)
-    return LoopNode.PROCESS_OUTPUT_STREAM
+    return node.PROCESS_OUTPUT_STREAM
 
 
 async def process_output_stream(run: Run) -> Stream[Literal[LoopNode.COLLECT]]:
@@ -258,7 +259,7 @@ async def process_output_stream(run: Run) -> Stream[Literal[LoopNode.COLLECT]]:
     st, step = run.state, run.step
     # Every chunk is kept only for ``process_llm_response``, which receives them.
     rec = step.recorder = StepRecorder(
-        keep_chunks=LoopNode.PROCESS_LLM_RESPONSE in run.graph.busy,
+        keep_chunks=node.PROCESS_LLM_RESPONSE in run.graph.busy,
         partial=PartialJSON() if step.structured_output is not None else None)
     st.delivered.append(rec)
     run.emit(StepStart(message_id=run.run_id, request={}, warnings=[],
@@ -278,7 +279,7 @@ async def process_output_stream(run: Run) -> Stream[Literal[LoopNode.COLLECT]]:
             step.response_metadata = chunk
 
     return Stream(run.chain.drive(source, pending=run.outbox.live, held=_HELD, on_held=hold,
-                                  on_close=run.close_source), then=LoopNode.COLLECT)
+                                  on_close=run.close_source), then=node.COLLECT)
 
 
 async def collect(run: Run) -> Literal[LoopNode.PROCESS_LLM_RESPONSE]:
@@ -300,7 +301,7 @@ async def collect(run: Run) -> Literal[LoopNode.PROCESS_LLM_RESPONSE]:
         st.message_list.add(Message(role="assistant", content=MessageContent(
             parts=[StepStartPart(), *parts] if st.step_number or st.steps else parts)),
             "response")
-    return LoopNode.PROCESS_LLM_RESPONSE
+    return node.PROCESS_LLM_RESPONSE
 
 
 async def process_api_error(run: Run) -> Literal[LoopNode.PROCESS_LLM_REQUEST, LoopNode.FAIL]:
@@ -320,7 +321,7 @@ async def process_api_error(run: Run) -> Literal[LoopNode.PROCESS_LLM_REQUEST, L
     st.message_list.rollback(step.checkpoint)
     args = _base_args(run)
     args["error"] = error
-    before = fingerprint(st.message_list) if LoopNode.PROCESS_INPUT in run.graph.busy else None
+    before = fingerprint(st.message_list) if node.PROCESS_INPUT in run.graph.busy else None
     retried_by = await run_api_error(run.runtime, unique, st.message_list, args,
                                      step=st.step_number)
     if before is not None:  # what the handlers added passes the input guards (``_shown``)
@@ -345,9 +346,9 @@ async def process_api_error(run: Run) -> Literal[LoopNode.PROCESS_LLM_REQUEST, L
         step.response_metadata = None
         step.api_error = None
         step.streamed = False
-        return LoopNode.PROCESS_LLM_REQUEST
+        return node.PROCESS_LLM_REQUEST
     st.error = error
-    return LoopNode.FAIL
+    return node.FAIL
 
 
 def _withdraw(run: Run, *, reason: str, processor_id: str | None, usage: Usage) -> None:
@@ -377,8 +378,8 @@ def _step_finish_payload(run: Run, reason: str, continued: bool, text: str,
 
 
 async def process_llm_response(run: Run) -> Literal[LoopNode.PROCESS_OUTPUT_STEP]:
-    if LoopNode.PROCESS_LLM_RESPONSE not in run.graph.busy:
-        return LoopNode.PROCESS_OUTPUT_STEP
+    if node.PROCESS_LLM_RESPONSE not in run.graph.busy:
+        return node.PROCESS_OUTPUT_STEP
     step = run.step
     args = _base_args(run)
     # As in Mastra, the chunks end with the model's own finish (usage, reason), which the
@@ -391,13 +392,13 @@ async def process_llm_response(run: Run) -> Literal[LoopNode.PROCESS_OUTPUT_STEP
                 from_cache=step.replay is not None)
     await run_llm_response(run.runtime, run.config.input_specs, args,
                            step=run.state.step_number)
-    return LoopNode.PROCESS_OUTPUT_STEP
+    return node.PROCESS_OUTPUT_STEP
 
 
 async def process_output_step(run: Run) -> Literal[LoopNode.TOOLS, LoopNode.STEP_FINISH]:
     step = run.step
-    if LoopNode.PROCESS_OUTPUT_STEP not in run.graph.busy:
-        return LoopNode.TOOLS if step.tool_calls else LoopNode.STEP_FINISH
+    if node.PROCESS_OUTPUT_STEP not in run.graph.busy:
+        return node.TOOLS if step.tool_calls else node.STEP_FINISH
     args = _base_args(run)
     args.update(finish_reason=step.finish_reason, provider_metadata=None,
                 tool_calls=[dict(c) for c in step.tool_calls] or None, text=step.text,
@@ -405,7 +406,7 @@ async def process_output_step(run: Run) -> Literal[LoopNode.TOOLS, LoopNode.STEP
     await run_message_hook(run.runtime, run.config.output_specs, "process_output_step",
                            run.state.message_list, args, default_source="response",
                            step=run.state.step_number)
-    return LoopNode.TOOLS if step.tool_calls else LoopNode.STEP_FINISH
+    return node.TOOLS if step.tool_calls else node.STEP_FINISH
 
 
 # ----------------------------------------------------------------------------- tools
@@ -446,7 +447,7 @@ _CANCEL_GRACE = 5.0
 
 async def tools(run: Run) -> Stream[Literal[LoopNode.PROCESS_TOOL_RESULT]]:
     """Run the step's tool calls concurrently; what they write streams live."""
-    return Stream(_tool_chunks(run), then=LoopNode.PROCESS_TOOL_RESULT)
+    return Stream(_tool_chunks(run), then=node.PROCESS_TOOL_RESULT)
 
 
 async def _tool_chunks(run: Run) -> AsyncGenerator[Chunk, None]:
@@ -508,7 +509,7 @@ async def process_tool_result(run: Run) -> Literal[LoopNode.STEP_FINISH]:
             result = value
         run.emit(ToolResult(tool_call_id=cid, tool_name=name, args=targs, result=result,
                             run_id=run.run_id, from_=AGENT), Origin.STEP)
-    return LoopNode.STEP_FINISH
+    return node.STEP_FINISH
 
 
 _NOT_SET: Any = object()
@@ -554,7 +555,7 @@ async def step_finish(
     st.retry_count = 0
     st.feedback.clear()
     st.step_number += 1
-    return LoopNode.PROCESS_INPUT_STEP if continued else LoopNode.PROCESS_OUTPUT_RESULT
+    return node.PROCESS_INPUT_STEP if continued else node.PROCESS_OUTPUT_RESULT
 
 
 async def retry(run: Run) -> Literal[LoopNode.PROCESS_INPUT_STEP]:
@@ -574,7 +575,7 @@ async def retry(run: Run) -> Literal[LoopNode.PROCESS_INPUT_STEP]:
         st.feedback.append(feedback)
     st.retry_count += 1
     st.pending_tripwire = None
-    return LoopNode.PROCESS_INPUT_STEP
+    return node.PROCESS_INPUT_STEP
 
 
 # ----------------------------------------------------------------------------- end of the run
@@ -588,11 +589,11 @@ async def process_output_result(run: Run) -> Literal[LoopNode.FINISH]:
     becomes the text of the last assistant message (Mastra's ``resolveProcessedOutputText``)."""
     st = run.state
     final = st.steps[-1].text if st.steps else ""
-    if LoopNode.PROCESS_OUTPUT_RESULT not in run.graph.busy:
+    if node.PROCESS_OUTPUT_RESULT not in run.graph.busy:
         st.text = _response_text(st.message_list)
         st.final_text = final
         st.has_result_text = True
-        return LoopNode.FINISH
+        return node.FINISH
     before = _assistant_texts(st.message_list)
     result = {"text": "".join(before), "usage": st.usage,
               "finish_reason": st.finish_reason, "steps": list(st.steps)}
@@ -605,7 +606,7 @@ async def process_output_result(run: Run) -> Literal[LoopNode.FINISH]:
     st.text = "".join(after)
     st.final_text = final if after == before else (after[-1] if after else "")
     st.has_result_text = True
-    return LoopNode.FINISH
+    return node.FINISH
 
 
 def _assistant_texts(ml: MessageList) -> list[str]:
@@ -654,7 +655,7 @@ async def finish(run: Run) -> Literal[LoopNode.END]:
                                  message_list=st.message_list, thread_id=cfg.thread_id,
                                  resource_id=cfg.resource_id)
     run.emit(Finish(payload=payload, run_id=run.run_id, from_=AGENT), Origin.RUN)
-    return LoopNode.END
+    return node.END
 
 
 async def tripwire(run: Run) -> Literal[LoopNode.END]:
@@ -670,7 +671,7 @@ async def tripwire(run: Run) -> Literal[LoopNode.END]:
                            metadata=info.metadata if info.metadata is not None else UNSET,
                            processor_id=info.processor_id or UNSET,
                            run_id=run.run_id, from_=AGENT), Origin.RUN)
-    return LoopNode.END
+    return node.END
 
 
 async def fail(run: Run) -> Literal[LoopNode.END]:
@@ -684,7 +685,7 @@ async def fail(run: Run) -> Literal[LoopNode.END]:
     st.error = shown.error
     st.finish_reason = "error"
     run.emit(shown.chunk, Origin.RUN)
-    return LoopNode.END
+    return node.END
 
 
 #: Every node's function (``_loop_nodes.LOOP`` has a row for each; checked below).

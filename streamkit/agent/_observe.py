@@ -24,7 +24,19 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
-from .._loop_nodes import LoopNode
+from .._loop_nodes import (
+    COLLECT,
+    FAIL,
+    MODEL,
+    PROCESS_API_ERROR,
+    PROCESS_INPUT_STEP,
+    PROCESS_TOOL_RESULT,
+    RETRY,
+    STEP_FINISH,
+    TOOLS,
+    TRIPWIRE,
+    LoopNode,
+)
 from ..errors import APICallError, InvalidType
 from ..events import (
     ErrorDetail,
@@ -50,8 +62,8 @@ __all__ = ["Observed", "RunReporter", "NOOP", "check_observers"]
 log = logging.getLogger("streamkit.events")
 
 #: The nodes a step attempt ends at, other than by ``step_finish``, and its outcome there.
-_STEP_EXITS: dict[str, Any] = {LoopNode.RETRY: "retried", LoopNode.TRIPWIRE: "tripwire",
-                               LoopNode.FAIL: "error"}
+_STEP_EXITS: dict[str, Any] = {RETRY: "retried", TRIPWIRE: "tripwire",
+                               FAIL: "error"}
 
 _NO_CONTEXT: AbstractContextManager[None] = nullcontext()
 
@@ -232,21 +244,21 @@ class Observed(RunReporter):
         st = run.state
         step = st.step
         error = None
-        if nxt is LoopNode.PROCESS_API_ERROR and step is not None and step.api_error is not None:
+        if nxt is PROCESS_API_ERROR and step is not None and step.api_error is not None:
             error = _detail(run, step.api_error)
-        elif nxt is LoopNode.FAIL and st.error is not None:
+        elif nxt is FAIL and st.error is not None:
             error = _detail(run, st.error)
         self.emit(Transition(run_id=run.run_id, node=node, next=nxt, step_number=self._step,
                              at=now_ms(), error=error))
         # What ends: a model call, the tool calls of a step, a step attempt.
         if self._model_open:
-            if nxt is LoopNode.PROCESS_API_ERROR or (node is LoopNode.MODEL and
-                                                     nxt is LoopNode.FAIL):
+            if nxt is PROCESS_API_ERROR or (node is MODEL and
+                                                     nxt is FAIL):
                 if error is not None:
                     self._model_end(run, error)
-            elif node is LoopNode.COLLECT:
+            elif node is COLLECT:
                 self._model_end(run, None)
-        if node is LoopNode.PROCESS_TOOL_RESULT:
+        if node is PROCESS_TOOL_RESULT:
             self._tools_done(run)
         if self._step is not None:
             exit_ = _STEP_EXITS.get(nxt)
@@ -257,25 +269,25 @@ class Observed(RunReporter):
                 self._step_end(run, exit_, step.finish_reason if step else None,
                                step.usage if step else None, reason,
                                tw.processor_id if tw is not None else None)
-            elif node is LoopNode.STEP_FINISH:
+            elif node is STEP_FINISH:
                 # step_finish has moved the state on to the next step: report the one it ended.
                 done = st.steps[-1] if st.steps else None
                 self._step_end(run, "accepted", done.finish_reason if done else None,
                                done.usage if done else None, None, None)
         # What starts.
-        if nxt is LoopNode.PROCESS_INPUT_STEP:
+        if nxt is PROCESS_INPUT_STEP:
             self._step_end(run, "accepted", None, None, None, None)  # never two open steps
             self._step, self._retry = st.step_number, st.retry_count
             self.emit(StepStarted(run_id=run.run_id, step_number=st.step_number,
                                   retry_count=st.retry_count, at=now_ms()))
-        elif nxt is LoopNode.MODEL and step is not None:
+        elif nxt is MODEL and step is not None:
             self._model_open = True
             self.emit(ModelStarted(
                 run_id=run.run_id, step_number=st.step_number, provider=_provider(step.model),
                 model_id=_model_id(step.model), structured=step.structured_output is not None,
                 model_settings=step.model_settings, prompt=step.prompt))
             self._model_perf = time.perf_counter_ns()
-        elif nxt is LoopNode.TOOLS and step is not None:
+        elif nxt is TOOLS and step is not None:
             for call in step.tool_calls:
                 cid = str(call["tool_call_id"])
                 self._calls[cid] = call

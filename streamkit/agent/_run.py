@@ -207,11 +207,12 @@ class Run:
         the one way out of a run."""
         st = self.state
         node = LoopNode.START
+        end = LoopNode.END  # read once: an Enum member read through its class is slow (3.11)
         outbox = self.outbox
         tracer = self.tracer
         tracer.begin(self)
         try:
-            while node is not LoopNode.END:
+            while node is not end:
                 try:
                     handed = await self._nodes[node](self)
                     if handed.__class__ is Stream:

@@ -58,7 +58,12 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from .._loop_nodes import LoopNode
+from .._loop_nodes import (
+    PROCESS_API_ERROR,
+    PROCESS_LLM_REQUEST,
+    PROCESS_OUTPUT_STREAM,
+    LoopNode,
+)
 from ..events import (
     ErrorDetail,
     HookCalled,
@@ -271,8 +276,8 @@ class SpanTracer:
 
     def _transition(self, ev: Transition) -> None:
         # What ends is reported by the events that follow; here only what a stream starts.
-        if ev.next == LoopNode.PROCESS_OUTPUT_STREAM:
-            if ev.node == LoopNode.PROCESS_LLM_REQUEST and self._step_span is not None:
+        if ev.next == PROCESS_OUTPUT_STREAM:
+            if ev.node == PROCESS_LLM_REQUEST and self._step_span is not None:
                 self._step_span.set_attribute("streamkit.step.from_cache", True)
             if not self._stream_start:
                 self._stream_start = time.time_ns()
@@ -444,7 +449,7 @@ class SpanTracer:
     def _flush(self, node: LoopNode | None, nxt: LoopNode | None) -> None:
         records, self._records = self._records, []
         granted = -1
-        if node == LoopNode.PROCESS_API_ERROR and nxt == LoopNode.PROCESS_LLM_REQUEST:
+        if node == PROCESS_API_ERROR and nxt == PROCESS_LLM_REQUEST:
             # The hook that asked for the retry is the last one that ran (later ones are not
             # called once one asks).
             for i in range(len(records) - 1, -1, -1):
