@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamkit import Agent
+from streamkit import Agent, _loop_nodes
 from streamkit._loop_nodes import (
     EDGES,
     HOOK_OF_NODE,
@@ -37,6 +37,11 @@ def test_the_graph_is_the_table() -> None:
     assert all(type(n.name) is str for n in g.nodes)  # shown and compared as plain strings
     assert [(e.src, e.dst, e.label) for e in g.edges] == [
         (src.value, to.node.value, to.label) for src, to in EDGES]
+
+
+def test_the_module_constants_are_the_members() -> None:
+    # What the loop's hot code reads instead of LoopNode.X (slow on CPython 3.11).
+    assert all(getattr(_loop_nodes, n.name) is n for n in LoopNode)
 
 
 def test_node_names_compare_as_strings() -> None:
