@@ -36,6 +36,12 @@ How a stream hook's result is reported (``ProcessorAction.action``), per call:
 * ``aborted``: it raised ``TripWire`` (``reason`` is the tripwire's) or failed
   (``reason`` is the error text).
 
+Message hooks (``process_input``, ``process_output_step``, ``process_tool_result``,
+``process_output_result``) are reported at the hook, for observers with chunk detail: an
+``action`` whose ``chunk_type`` is the hook's name, ``changed`` or ``redacted``, with the text
+of each message it changed before and after (a tool result as ``name: <JSON>``); nothing when it
+changed no text.
+
 ``seq`` of ``model-chunk``/``action`` numbers the model's chunks of the run (from 0); an action
 on a chunk that did not come from the model (``step-start``, a tool result, what was written or
 flushed) has ``seq`` ``None``. ``chunk`` events number what the consumer received, from 0.

@@ -409,3 +409,56 @@ async def test_observers_beside_tracing_change_no_span() -> None:
     assert {(h.processor_id, h.hook) for h in log.of(HookCalled)} == {
         ("shout", "process_output_stream"), ("shout", "process_output_result")}
     assert log.events[-1].type == "run-finish"
+
+
+async def test_a_consumer_that_leaves_early_ends_the_run_closed(mode: str) -> None:
+    slow = P("slow", process_output_stream=as_mode(lambda part: part, mode))
+    agent = Agent(id="a", model=ScriptedModel([text("one two three four")]),
+                  output_processors=[slow])
+    log = EventLog(chunk_detail=True)
+    stream = agent.stream("hi", observers=[log])
+    async for chunk in stream:
+        if chunk.type == "text-delta":
+            break
+    await stream.aclose()
+    finish = log.events[-1]
+    assert isinstance(finish, RunFinished) and finish.outcome == "closed"
+    assert [e.outcome for e in log.of(StepFinished)] == ["closed"]
+    assert decode_event(msgspec.json.encode(finish)) == finish
+    # What the consumer got before leaving, and nothing after.
+    assert [e.chunk["type"] for e in log.of(ChunkOut)][-1] == "text-delta"
+
+
+async def test_message_hooks_report_what_they_changed(mode: str) -> None:
+    """Message hooks: ``process_input`` that edits the user's text, and two
+    ``process_tool_result`` processors of which only the first changes the result — each
+    reported once, with the text before and after; the second, which changed nothing, not."""
+    from streamkit.messages import Message, TextPart, ToolInvocationPart
+
+    def shorten(messages: list[Message]) -> list[Message]:
+        return [Message.user([TextPart("hi")]) if m.role == "user" else m for m in messages]
+
+    def hide(tool_call_id: str, tool_name: str, args: Any, result: Any,
+             message_list: Any) -> None:
+        message_list.update_tool_invocation(ToolInvocationPart.returned(
+            tool_call_id, tool_name, {"pin": "[PIN]"}, args))
+
+    @tool
+    def vault() -> dict[str, str]:
+        """Open the vault."""
+        return {"pin": "4711"}
+
+    agent = Agent(id="a", model=ScriptedModel([tool_call("vault", {}), text("ok")]),
+                  tools=[vault],
+                  input_processors=[P("short", process_input=as_mode(shorten, mode))],
+                  output_processors=[
+                      P("hide", process_tool_result=as_mode(hide, mode)),
+                      P("look", process_tool_result=as_mode(lambda result: None, mode))])
+    log = EventLog(chunk_detail=True)
+    await agent.generate("hello there, a long greeting", observers=[log])
+    hooked = [(e.processor_id, e.action, e.chunk_type, e.before, e.after)
+              for e in log.of(ProcessorAction) if e.chunk_type.startswith("process_")]
+    assert hooked == [
+        ("short", "changed", "process_input", "hello there, a long greeting", "hi"),
+        ("hide", "redacted", "process_tool_result", 'vault: {"pin":"4711"}',
+         'vault: {"pin":"[PIN]"}')]

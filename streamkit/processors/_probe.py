@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 from typing import Any
 
 import msgspec
 
 from ..chunks import Chunk, ReasoningDelta, TextDelta
 from ..events import Action, ChunkOut, ModelChunk, ProcessorAction, RunEvent
+from ..messages import Message, TextPart, ToolInvocationPart
 from ..tripwire import TripWire
 from ..wire import to_builtins
 from ._fused import HookShape
@@ -76,6 +77,23 @@ def _wire(chunk: Any) -> dict[str, Any]:
         return to_builtins(chunk)
     except Exception:  # noqa: BLE001 - watching must not fail the run
         return {"type": _type(chunk), "repr": repr(chunk)[:2000]}
+
+
+def _json(value: Any) -> str:
+    return msgspec.json.encode(value, enc_hook=repr).decode()
+
+
+def _message_text(message: Message) -> str:
+    out = []
+    for part in message.content.parts:
+        if isinstance(part, TextPart):
+            out.append(part.text)
+        elif isinstance(part, ToolInvocationPart) and part.state == "result":
+            result = part.tool_invocation.result
+            out.append(f"{part.tool_invocation.tool_name}: {_json(result)}")
+    if not out and isinstance(message.content.content, str):
+        out.append(message.content.content)
+    return "".join(out)
 
 
 def _tail(before: str, after: str) -> str:
@@ -274,6 +292,56 @@ class ChunkProbe:
         else:
             self._action(slot, action, kind, before=before, after=after,
                          seq=(part is not None) if seq is None else seq)
+
+    @staticmethod
+    def texts(messages: Sequence[Message]) -> list[str]:
+        """Each message as text (its text parts, and each tool result as ``name: <JSON>``):
+        what ``message_hook`` compares."""
+        return [_message_text(m) for m in messages]
+
+    def message_hook(self, spec: ProcessorSpec, hook: str, before: list[str],
+                     after: Sequence[Message]) -> None:
+        """A message hook (``process_input``, ``process_tool_result``...) of ``spec`` ran:
+        an action (``chunk_type``: the hook) for each message whose text it changed — all of
+        them as one when it added or removed messages; nothing when it changed no text."""
+        now = self.texts(after)
+        if now == before:
+            return
+        pairs = [(b, a) for b, a in zip(before, now) if b != a] if len(now) == len(before) \
+            else [("\n".join(before), "\n".join(now))]
+        self._changed_text(spec, hook, pairs)
+
+    @staticmethod
+    def tool_result(call: dict[str, Any], messages: Sequence[Message], default: Any) -> str:
+        """The JSON of the result the message list holds for ``call`` (its
+        ``tool_call_id``), or of ``default`` (what the tool returned) when it holds none."""
+        cid = call.get("tool_call_id")
+        for message in reversed(messages):
+            for part in message.content.parts:
+                if isinstance(part, ToolInvocationPart) and part.tool_call_id == cid:
+                    if part.state == "result":
+                        return _json(part.tool_invocation.result)
+                    return _json(default)
+        return _json(default)
+
+    def tool_hook(self, spec: ProcessorSpec, call: dict[str, Any], before: str, after: str
+                  ) -> None:
+        """``spec``'s ``process_tool_result`` ran for ``call``: an action when it changed the
+        call's result (``tool_result`` before and after; shown as ``name: <JSON>``)."""
+        if before != after:
+            name = call.get("tool_name")
+            self._changed_text(spec, "process_tool_result",
+                               [(f"{name}: {before}", f"{name}: {after}")])
+
+    def _changed_text(self, spec: ProcessorSpec, hook: str,
+                      pairs: list[tuple[str, str]]) -> None:
+        slot = self._slot(spec)
+        for old, new in pairs:
+            action: Action = "redacted" if slot.redacts or any(
+                m.group() not in old for m in MASK.finditer(new)) else "changed"
+            self.emit(ProcessorAction(
+                run_id=self.run_id, step_number=self.step_number(), seq=None,
+                processor_id=spec.id, action=action, chunk_type=hook, before=old, after=new))
 
     def flushed(self, spec: ProcessorSpec, items: Iterable[Any]) -> None:
         """What ``spec``'s ``flush_output_stream`` let out at the end of a step."""

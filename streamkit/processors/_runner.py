@@ -200,8 +200,22 @@ async def run_message_hook(runtime: RequestRuntime, specs: Sequence[ProcessorSpe
         args["messages"] = given
         args["message_list"] = message_list
         args["system_messages"] = _system_for(hook, message_list)
-        result = await call_hook(runtime, spec, hook, args, step)
-        _apply(spec, hook, message_list, result, given, default_source)
+        probe = runtime.probe  # an observer wants what each processor changed (``events``)
+        if probe is None:
+            result = await call_hook(runtime, spec, hook, args, step)
+            _apply(spec, hook, message_list, result, given, default_source)
+        elif hook == "process_tool_result":  # the call's result before and after
+            raw = available.get("result")
+            before = probe.tool_result(available, message_list.get.response.db(), raw)
+            result = await call_hook(runtime, spec, hook, args, step)
+            _apply(spec, hook, message_list, result, given, default_source)
+            probe.tool_hook(spec, available, before,
+                            probe.tool_result(available, message_list.get.response.db(), raw))
+        else:
+            seen = probe.texts(given)
+            result = await call_hook(runtime, spec, hook, args, step)
+            _apply(spec, hook, message_list, result, given, default_source)
+            probe.message_hook(spec, hook, seen, _messages_for(hook, message_list))
 
 
 def _apply(spec: ProcessorSpec, hook: str, message_list: MessageList, result: Any,

@@ -160,6 +160,9 @@ async def test_tool_turns(client: httpx.AsyncClient) -> None:
     [result] = of(events, "tool-result")
     assert result["result"]["email"] == "[email]"  # as the consumer got it
     assert result["raw"]["email"] == "ada@example.com"  # as the tool returned it
+    [hooked] = acted(events, "redact-tool-pii")  # and the processor that changed it, how
+    assert hooked["action"] == "redacted" and hooked["chunk_type"] == "process_tool_result"
+    assert "ada@example.com" in hooked["before"] and '"email":"[email]"' in hooked["after"]
 
 
 async def test_stream_route_keeps_the_mastra_rules(client: httpx.AsyncClient) -> None:
