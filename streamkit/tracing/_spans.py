@@ -1,5 +1,6 @@
-"""The span tree of a traced run (``docs/tracing.md``, "The span tree"), built from the calls
-``RunTracer`` defines.
+"""The span tree of a traced run (``docs/tracing.md``, "The span tree"), built from the run's
+events (``streamkit.events``): ``SpanTracer`` is an observer the run gets when tracing is on, and
+reads nothing of the run but its events (the same events ``observers=`` and the studio get).
 
 ::
 
