@@ -148,6 +148,16 @@ for _state, _setup in _OTEL_STATES.items():
     _WORKLOADS[f"agent.stream · {_state}"] = _setup + _WORKLOADS["agent.stream"]
     _WORKLOADS[f"requests · {_state}"] = _setup + _WORKLOADS["100-chunk requests"]
 
+# The agent.stream workload watched by an observer (``observers=``, streamkit.events) that
+# counts the events: per node only, and with chunk detail (the instrumented chain).
+for _detail in (False, True):
+    _WORKLOADS[f"agent.stream · observed{' · chunk detail' if _detail else ''}"] = \
+        _WORKLOADS["agent.stream"].replace(
+            'async for _ in agent.stream("hi"):',
+            f"class Seen:\n        chunk_detail = {_detail}\n        n = 0\n"
+            f"        def on_event(self, event): self.n += 1\n"
+            f'    async for _ in agent.stream("hi", observers=[Seen()]):')
+
 #: (workload, processors, small, large, unit): the figure is (large - small) / (large - small size)
 ROWS = [
     ("ops.apply", 0, 0, 20_000, "chunk"),
@@ -168,6 +178,8 @@ ROWS = [
     ("mastra c", 3, 1, 10_001, "chunk"),
     ("mastra d0 · no chunks", 0, 0, 200, "request"),
     ("mastra d0", 0, 0, 200, "request"),
+    ("agent.stream · observed", 3, 1, 10_001, "chunk"),
+    ("agent.stream · observed · chunk detail", 3, 1, 10_001, "chunk"),
 ]
 
 
