@@ -11,8 +11,9 @@ chunk it produced). The events are frozen ``msgspec`` structs tagged by their ``
 Two kinds of cost, decided here:
 
 * **per node / hook / step** (``run-start``, ``transition``, ``step-start``, ``step-finish``,
-  ``hook``, ``tool-call``, ``tool-result``, ``run-finish``): made only when the run has an
-  observer, at the points where the run already calls its tracer; never per chunk.
+  ``model-start``, ``model-finish``, ``hook``, ``tool-call``, ``tool-result``, ``run-finish``):
+  made only when the run has an observer (the OpenTelemetry tracing is one, when it is on), at
+  the run's transitions and hook records; never per chunk.
 * **per chunk** (``model-chunk``, ``action``, ``chunk``): made only when some observer has
   ``chunk_detail = True``. Such a run drives its output processors through an instrumented
   copy of the stream chain (each stream hook wrapped); a run without one pays nothing per chunk.
@@ -52,12 +53,14 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import msgspec
 
+from ._loop_nodes import LoopNode
 from .errors import InvalidArgument
 
 __all__ = [
     "RunEvent", "RunObserver", "RunStarted", "Transition", "StepStarted", "StepFinished",
-    "HookCalled", "ToolCalled", "ToolReturned", "ModelChunk", "ProcessorAction", "ChunkOut",
-    "RunFinished", "TripwireDetail", "Action", "EVENT_TYPES", "decode_event", "EventLog",
+    "HookCalled", "ToolCalled", "ToolReturned", "ModelStarted", "ModelFinished", "ModelChunk",
+    "ProcessorAction", "ChunkOut", "RunFinished", "TripwireDetail", "ErrorDetail", "Action",
+    "EVENT_TYPES", "decode_event", "EventLog", "LoopNode",
 ]
 
 #: What a stream processor did to one chunk (see the module docstring).
@@ -72,6 +75,19 @@ class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
     def type(self) -> str:
         """The event's tag (``"run-start"``, ``"action"``...), as in its JSON."""
         return str(self.__struct_config__.tag)
+
+
+class ErrorDetail(msgspec.Struct, frozen=True, kw_only=True):
+    """An error as the events report it: ``type`` (the exception's class name),
+    ``status_code`` (an ``APICallError``'s HTTP status, if it has one), ``api_error`` (it is an
+    ``APICallError``: a model call failed) and ``shown`` (the text a client was shown of it,
+    after the output processors; ``None`` when none was made). Never the raw exception text:
+    it can quote what the model or a tool was given."""
+
+    type: str
+    status_code: int | None = None
+    api_error: bool = False
+    shown: str | None = None
 
 
 class RunStarted(_Event, frozen=True, kw_only=True, tag="run-start"):
@@ -89,12 +105,18 @@ class RunStarted(_Event, frozen=True, kw_only=True, tag="run-start"):
 
 class Transition(_Event, frozen=True, kw_only=True, tag="transition"):
     """Node ``node`` finished (its chunks were delivered); ``next`` runs next.
-    ``step_number``: the step the run is in (``None`` before the first)."""
+    ``step_number``: the step the run is in (``None`` before the first). ``error``: the error
+    the run routes by this transition (into ``process_api_error`` or ``fail``).
 
-    node: str
-    next: str
+    The events a transition causes come right after it: first what ends (``model-finish``,
+    ``tool-result``, ``step-finish``), then what starts (``step-start``, ``model-start``,
+    ``tool-call``)."""
+
+    node: LoopNode
+    next: LoopNode
     step_number: int | None
     at: float
+    error: ErrorDetail | None = None
 
 
 class StepStarted(_Event, frozen=True, kw_only=True, tag="step-start"):
@@ -107,9 +129,10 @@ class StepStarted(_Event, frozen=True, kw_only=True, tag="step-start"):
 
 class StepFinished(_Event, frozen=True, kw_only=True, tag="step-finish"):
     """An attempt at a step ended: ``accepted`` (its chunks stand), ``retried`` (withdrawn by a
-    processor's ``abort(retry=True)``; the step runs again), ``tripwire``, ``error``, or
-    ``closed`` (the consumer stopped reading). ``reason``: the tripwire's reason or the error
-    as shown."""
+    processor's ``abort(retry=True)``; the step runs again), ``tripwire``, ``error`` or
+    ``closed`` (the consumer stopped reading, or the run was cancelled, mid-step).
+    ``reason``: the tripwire's reason or the error as shown, for ``retried``/``tripwire``/
+    ``error``."""
 
     step_number: int
     retry_count: int
@@ -124,7 +147,10 @@ class StepFinished(_Event, frozen=True, kw_only=True, tag="step-finish"):
 class HookCalled(_Event, frozen=True, kw_only=True, tag="hook"):
     """One processor hook call — one ``result.trace`` record (``TraceRecord``); for
     ``process_output_stream``, one processor's whole pass over a step. ``ttfc_ms``: the time
-    the processor added to the step's first text chunk."""
+    the processor added to the step's first text chunk (``duration_s``/``ttfc_s``: the same
+    two, unrounded, in seconds, as ``result.trace`` has them). ``retry``: the hook's tripwire
+    asked for a retry (outcome ``retry``, or a stream hook's ``tripwire`` with ``retry=True``).
+    ``tool_call_id``: for ``process_tool_result``, the tool call whose result it saw."""
 
     processor_id: str
     hook: str
@@ -135,22 +161,30 @@ class HookCalled(_Event, frozen=True, kw_only=True, tag="hook"):
     calls: int
     dropped: int
     ttfc_ms: float | None
+    duration_s: float = 0.0
+    ttfc_s: float | None = None
+    retry: bool = False
+    tool_call_id: str | None = None
 
 
 class ToolCalled(_Event, frozen=True, kw_only=True, tag="tool-call"):
-    """The loop is about to run the tool call ``tool_call_id`` of step ``step_number``."""
+    """The loop is about to run the tool call ``tool_call_id`` of step ``step_number``.
+    ``description``: the tool's, when it has one."""
 
     step_number: int
     tool_call_id: str
     tool_name: str
     args: Any
+    description: str | None = None
 
 
 class ToolReturned(_Event, frozen=True, kw_only=True, tag="tool-result"):
     """The tool call returned (``is_error`` false) or failed; ``result`` as the consumer
-    received it (after ``process_tool_result`` and the stream processors; ``None`` when a
-    processor dropped it), ``raw`` as the tool returned it (a failure: its error text) — the
-    two differ where a processor changed it."""
+    received it (after ``process_tool_result`` and the stream processors; ``None`` and
+    ``delivered`` false when a processor dropped it, or the call never finished), ``raw`` as the
+    tool returned it (a failure: its error text) — the two differ where a processor changed it.
+    ``error``: the tool raised (its class; the text is in ``raw``, and in ``result`` as the
+    consumer got it)."""
 
     step_number: int
     tool_call_id: str
@@ -158,6 +192,38 @@ class ToolReturned(_Event, frozen=True, kw_only=True, tag="tool-result"):
     is_error: bool
     result: Any
     raw: Any = None
+    delivered: bool = True
+    error: ErrorDetail | None = None
+
+
+class ModelStarted(_Event, frozen=True, kw_only=True, tag="model-start"):
+    """A model call of step ``step_number`` starts (not for a step a ``process_llm_request``
+    replay answered): the model's ``provider``/``model_id``, the request's ``model_settings``,
+    whether it asks for ``structured`` output, and its ``prompt`` (the provider-shaped messages
+    sent, after the processors)."""
+
+    step_number: int
+    provider: str | None
+    model_id: str | None
+    structured: bool
+    model_settings: dict[str, Any]
+    prompt: list[Any]
+
+
+class ModelFinished(_Event, frozen=True, kw_only=True, tag="model-finish"):
+    """The model call ended: it returned (``error`` ``None``: its ``usage``, ``finish_reason``,
+    and what the consumer received of it — ``text``, ``reasoning``, ``tool_calls``; the seconds
+    from the call to the first text delta the consumer received, ``time_to_first_text``) or
+    failed (``error``)."""
+
+    step_number: int
+    error: ErrorDetail | None = None
+    usage: dict[str, int] | None = None
+    finish_reason: str | None = None
+    text: str = ""
+    reasoning: str = ""
+    tool_calls: list[Any] = msgspec.field(default_factory=list)
+    time_to_first_text: float | None = None
 
 
 class ModelChunk(_Event, frozen=True, kw_only=True, tag="model-chunk"):
@@ -200,8 +266,10 @@ class TripwireDetail(msgspec.Struct, frozen=True, kw_only=True):
 
 class RunFinished(_Event, frozen=True, kw_only=True, tag="run-finish"):
     """The run ended: ``ok``, ``tripwire`` (blocked: ``tripwire`` says by whom), ``error``
-    (``error``: the text a client was shown) or ``closed`` (its consumer stopped early or it
-    was cancelled). ``text``: ``result.text``."""
+    (``error``: the text a client was shown; ``failure``: the error's detail) or ``closed``
+    (its consumer stopped early or it was cancelled). ``text``: ``result.text``.
+    ``closed_early``: the consumer stopped or the run was cancelled, whatever the outcome (a
+    consumer may stop at the ``error`` chunk)."""
 
     outcome: Literal["ok", "tripwire", "error", "closed"]
     text: str
@@ -210,17 +278,21 @@ class RunFinished(_Event, frozen=True, kw_only=True, tag="run-finish"):
     finish_reason: str | None
     usage: dict[str, int]
     at: float
+    failure: ErrorDetail | None = None
+    closed_early: bool = False
 
 
 #: Any event of a run.
 RunEvent = (RunStarted | Transition | StepStarted | StepFinished | HookCalled | ToolCalled
-            | ToolReturned | ModelChunk | ProcessorAction | ChunkOut | RunFinished)
+            | ToolReturned | ModelStarted | ModelFinished | ModelChunk | ProcessorAction
+            | ChunkOut | RunFinished)
 
 #: Each event's ``type`` tag → its class.
 EVENT_TYPES: dict[str, type[Any]] = {
     str(cls.__struct_config__.tag): cls
     for cls in (RunStarted, Transition, StepStarted, StepFinished, HookCalled, ToolCalled,
-                ToolReturned, ModelChunk, ProcessorAction, ChunkOut, RunFinished)}
+                ToolReturned, ModelStarted, ModelFinished, ModelChunk, ProcessorAction,
+                ChunkOut, RunFinished)}
 
 _DECODER: msgspec.json.Decoder[RunEvent] = msgspec.json.Decoder(RunEvent)
 
@@ -248,6 +320,11 @@ class RunObserver(Protocol):
     per-node events only. ``on_event`` is called synchronously inside the run: keep it short
     (append to a list, put on a queue). An exception it raises is logged (logger
     ``streamkit.events``) and does not change the run.
+
+    An observer may also have ``tool_context(tool_call_id)`` returning a context manager: the
+    run enters it inside each tool call's own task, around the tool's work (the tracing uses it
+    so that spans a tool makes nest under its ``execute_tool`` span). Read once, when the run is
+    created.
     """
 
     def on_event(self, event: RunEvent) -> None: ...

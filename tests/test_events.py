@@ -376,8 +376,8 @@ async def test_a_guard_on_step_finish_blocks_the_step_not_accepts_it() -> None:
 
 
 async def test_observers_beside_tracing_change_no_span() -> None:
-    """A traced run with observers: the same span tree as without (the observer wraps the
-    run's tracer and calls it first), and every processor span still gets its record."""
+    """A traced run with observers: the same span tree as without (the span tracer is one more
+    observer of the same events), and every processor span still gets its record."""
     pytest.importorskip("opentelemetry.sdk.trace", reason="opentelemetry-sdk (test extra)")
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor

@@ -121,6 +121,7 @@ INTENDED: dict[str, set[str]] = {
         "RunEvent", "RunObserver", "RunStarted", "Transition", "StepStarted", "StepFinished",
         "HookCalled", "ToolCalled", "ToolReturned", "ModelChunk", "ProcessorAction", "ChunkOut",
         "RunFinished", "TripwireDetail", "Action", "EVENT_TYPES", "decode_event", "EventLog",
+        "ModelStarted", "ModelFinished", "ErrorDetail", "LoopNode",
     },
     "streamkit_operators": {
         # prompt hygiene, budgets, caching, structuring, provider quirks

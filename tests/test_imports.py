@@ -34,7 +34,7 @@ FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("streamkit/agent/_result.py", "streamkit.display"):
         "display is the presentation layer above the agent (it renders results and streams); "
         "AgentResult/AgentStream reach it only when Jupyter asks for HTML or show() is called",
-    ("streamkit/models/_base.py", "streamkit.models._router"):
+    ("streamkit/models/_resolve.py", "streamkit.models._router"):
         "heavy: the router imports the HTTP providers and httpx (a slow import); only a router id "
         "string needs them",
     ("streamkit/__main__.py", "streamkit.serve"):

@@ -32,11 +32,11 @@ from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
 
 from streamkit import Agent, APICallError, ProcessorError, tool  # noqa: E402
 from streamkit._demo import build_agent  # noqa: E402
+from streamkit.agent._observe import NOOP  # noqa: E402
 from streamkit.errors import InvalidType  # noqa: E402
 from streamkit.models import ModelRequest  # noqa: E402
 from streamkit.testing import ScriptedModel, api_error, text, tool_call  # noqa: E402
 from streamkit.tracing import _settings, instrument, uninstrument  # noqa: E402
-from streamkit.tracing._tracer import NOOP  # noqa: E402
 from streamkit_operators import PIIDetector  # noqa: E402
 
 from .conftest import REPO, P, as_mode  # noqa: E402
@@ -773,7 +773,7 @@ def test_installed_but_unused_opentelemetry_is_never_imported() -> None:
         print(sorted(m for m in sys.modules if m.startswith("opentelemetry")))
         import opentelemetry.trace  # now loaded, but no provider is set
         stream = agent.stream("x")
-        from streamkit.tracing._tracer import NOOP
+        from streamkit.agent._observe import NOOP
         print(stream._run.tracer is NOOP)
     """)
     assert out.splitlines() == ["[]", "True"]

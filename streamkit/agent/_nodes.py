@@ -1,11 +1,13 @@
 """The node functions of the agent loop (``_loop.build_graph`` connects them).
 
-Every node is ``async def node(run) -> str | Stream``: it returns the next node's name, or a
-``Stream`` of chunks followed by the next node's name. Chunks a node produces go out through
-``run.emit(chunk, origin)``; the routing table (``_routing.ROUTES``) decides whether the output
-processors see them. Errors are raised, never turned into a next node here: ``Run.events``
-routes them (``TripWire`` → retry/tripwire, ``APICallError`` → process_api_error, other
-streamkit errors → fail).
+Every node is ``async def node(run) -> Literal[LoopNode.X, ...]`` (or ``Stream[Literal[...]]``):
+it returns the next node, or a ``Stream`` of chunks followed by the next node. The ``Literal``
+names the node's edges: mypy checks each ``return`` against it, and ``check_node_functions``
+checks it against the loop table (``_loop_nodes.LOOP``) when this module is imported. Chunks a
+node produces go out through ``run.emit(chunk, origin)``; the routing table (``_routing.ROUTES``)
+decides whether the output processors see them. Errors are raised, never turned into a next
+node here: ``Run.events`` routes them (``TripWire`` → retry/tripwire, ``APICallError`` →
+process_api_error, other streamkit errors → fail).
 
 A hook node whose row in the graph names no processor (not in ``run.graph.busy``) does only its
 own bookkeeping: no hook arguments, message views or copies are built for hooks that are not
@@ -17,10 +19,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncGenerator, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from msgspec import UNSET, structs
 
+from .. import _loop_nodes as node
+from .._loop_nodes import LoopNode, check_node_functions
 from .._partial_json import PartialJSON
 from ..chunks import (
     Chunk,
@@ -37,7 +41,6 @@ from ..chunks import (
     coerce_chunk,
 )
 from ..errors import APICallError, StreamkitError, ToolError
-from ..graph import END
 from ..messages import (
     DataPart,
     Message,
@@ -103,7 +106,7 @@ def _base_args(run: Run) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- before the loop
 
 
-async def start(run: Run) -> str:
+async def start(run: Run) -> Literal[LoopNode.PROCESS_INPUT]:
     """Remembered history (source ``memory``), then the caller's input (source ``input``)."""
     cfg, ml = run.config, run.state.message_list
     if cfg.memory is not None and cfg.thread_id is not None:
@@ -112,12 +115,12 @@ async def start(run: Run) -> str:
             ml.add(history, "memory")
     if run.state.input_messages is not None:
         ml.add(run.state.input_messages, "input")
-    return "process_input"
+    return node.PROCESS_INPUT
 
 
-async def process_input(run: Run) -> str:
+async def process_input(run: Run) -> Literal[LoopNode.PROCESS_INPUT_STEP]:
     st = run.state
-    if "process_input" in run.graph.busy:
+    if node.PROCESS_INPUT in run.graph.busy:
         await run_message_hook(run.runtime, run.config.input_specs, "process_input",
                                st.message_list,
                                {"retry_count": 0, "request_context": run.runtime.request_context},
@@ -127,13 +130,13 @@ async def process_input(run: Run) -> str:
     st.system_snapshot = st.message_list.snapshot_system()
     run.emit(Start(id=run.config.agent_id, message_id=run.run_id, run_id=run.run_id,
                    from_=AGENT), Origin.RUN)
-    return "process_input_step"
+    return node.PROCESS_INPUT_STEP
 
 
 # ----------------------------------------------------------------------------- one step
 
 
-async def process_input_step(run: Run) -> str:
+async def process_input_step(run: Run) -> Literal[LoopNode.PREPARE_STEP]:
     cfg, st = run.config, run.state
     # Every attempt starts from the agent's own untagged system messages (edits last one step).
     st.message_list.restore_system(st.system_snapshot)
@@ -145,11 +148,11 @@ async def process_input_step(run: Run) -> str:
         tool_choice=cfg.tool_choice, model_settings=dict(cfg.model_settings),
         provider_options=dict(cfg.provider_options), structured_output=cfg.structured_output)
     run.chain.retry_count = st.retry_count
-    if "process_input_step" in run.graph.busy:
+    if node.PROCESS_INPUT_STEP in run.graph.busy:
         overrides = await run_input_step(run.runtime, cfg.input_specs, st.message_list,
                                          _step_args(run, step), step=st.step_number)
         _apply_overrides(cfg, step, overrides)
-    return "prepare_step"
+    return node.PREPARE_STEP
 
 
 def _step_args(run: Run, step: StepState) -> dict[str, Any]:
@@ -189,14 +192,14 @@ def _apply_overrides(cfg: RunConfig, step: StepState, ov: StepOverrides) -> None
         step.structured_output = ov.structured_output
 
 
-async def prepare_step(run: Run) -> str:
+async def prepare_step(run: Run) -> Literal[LoopNode.PROCESS_LLM_REQUEST]:
     if run.config.prepare_step is not None:
         step = run.step
         overrides = await run_input_step(run.runtime, (run.config.prepare_step,),
                                          run.state.message_list, _step_args(run, step),
                                          step=run.state.step_number)
         _apply_overrides(run.config, step, overrides)
-    return "process_llm_request"
+    return node.PROCESS_LLM_REQUEST
 
 
 def _prompt(run: Run) -> list[dict[str, Any]]:
@@ -206,11 +209,11 @@ def _prompt(run: Run) -> list[dict[str, Any]]:
     return prompt
 
 
-async def process_llm_request(run: Run) -> str:
+async def process_llm_request(run: Run) -> Literal[LoopNode.MODEL, LoopNode.PROCESS_OUTPUT_STREAM]:
     step = run.step
-    if "process_llm_request" not in run.graph.busy:
+    if node.PROCESS_LLM_REQUEST not in run.graph.busy:
         step.prompt = _prompt(run)
-        return "model"
+        return node.MODEL
     args = _base_args(run)
     args.update(prompt=_prompt(run), tools=dict(step.tools), tool_choice=_tool_choice(step),
                 model_settings=step.model_settings, provider_options=step.provider_options,
@@ -220,8 +223,8 @@ async def process_llm_request(run: Run) -> str:
     step.prompt = prompt
     if replay is not None:
         step.replay = [_reenvelope(c, run.run_id) for c in replay]
-        return "process_output_stream"
-    return "model"
+        return node.PROCESS_OUTPUT_STREAM
+    return node.MODEL
 
 
 def _reenvelope(chunk: Any, run_id: str) -> Chunk:
@@ -232,7 +235,7 @@ def _reenvelope(chunk: Any, run_id: str) -> Chunk:
     return structs.replace(out, run_id=run_id, from_=AGENT)  # chunks are frozen
 
 
-async def model(run: Run) -> str:
+async def model(run: Run) -> Literal[LoopNode.PROCESS_OUTPUT_STREAM]:
     """Start the model call (an ``APICallError`` here goes to ``process_api_error``)."""
     cfg, step = run.config, run.step
     schema = cfg.structured_schema if step.structured_output is cfg.structured_output else \
@@ -247,16 +250,16 @@ async def model(run: Run) -> str:
         provider_options=step.provider_options, structured_output=schema, run_id=run.run_id,
         step_number=run.state.step_number)
     step.source = step.model.stream(step.request)
-    return "process_output_stream"
+    return node.PROCESS_OUTPUT_STREAM
 
 
-async def process_output_stream(run: Run) -> Stream:
+async def process_output_stream(run: Run) -> Stream[Literal[LoopNode.COLLECT]]:
     """Stream one step: ``step-start`` (queued, so it goes first), then the model's chunks (or
     the replay) driven through the fused chain; the model's ``finish`` is kept for ``collect``."""
     st, step = run.state, run.step
     # Every chunk is kept only for ``process_llm_response``, which receives them.
     rec = step.recorder = StepRecorder(
-        keep_chunks="process_llm_response" in run.graph.busy,
+        keep_chunks=node.PROCESS_LLM_RESPONSE in run.graph.busy,
         partial=PartialJSON() if step.structured_output is not None else None)
     st.delivered.append(rec)
     run.emit(StepStart(message_id=run.run_id, request={}, warnings=[],
@@ -276,10 +279,10 @@ async def process_output_stream(run: Run) -> Stream:
             step.response_metadata = chunk
 
     return Stream(run.chain.drive(source, pending=run.outbox.live, held=_HELD, on_held=hold,
-                                  on_close=run.close_source), then="collect")
+                                  on_close=run.close_source), then=node.COLLECT)
 
 
-async def collect(run: Run) -> str:
+async def collect(run: Run) -> Literal[LoopNode.PROCESS_LLM_RESPONSE]:
     """What the step left: usage, reason, text, tool calls, and its assistant message."""
     st, step = run.state, run.step
     if step.finish is None:
@@ -298,10 +301,10 @@ async def collect(run: Run) -> str:
         st.message_list.add(Message(role="assistant", content=MessageContent(
             parts=[StepStartPart(), *parts] if st.step_number or st.steps else parts)),
             "response")
-    return "process_llm_response"
+    return node.PROCESS_LLM_RESPONSE
 
 
-async def process_api_error(run: Run) -> str:
+async def process_api_error(run: Run) -> Literal[LoopNode.PROCESS_LLM_REQUEST, LoopNode.FAIL]:
     cfg, st, step = run.config, run.state, run.step
     error = step.api_error
     if error is None:
@@ -318,7 +321,7 @@ async def process_api_error(run: Run) -> str:
     st.message_list.rollback(step.checkpoint)
     args = _base_args(run)
     args["error"] = error
-    before = fingerprint(st.message_list) if "process_input" in run.graph.busy else None
+    before = fingerprint(st.message_list) if node.PROCESS_INPUT in run.graph.busy else None
     retried_by = await run_api_error(run.runtime, unique, st.message_list, args,
                                      step=st.step_number)
     if before is not None:  # what the handlers added passes the input guards (``_shown``)
@@ -343,9 +346,9 @@ async def process_api_error(run: Run) -> str:
         step.response_metadata = None
         step.api_error = None
         step.streamed = False
-        return "process_llm_request"
+        return node.PROCESS_LLM_REQUEST
     st.error = error
-    return "fail"
+    return node.FAIL
 
 
 def _withdraw(run: Run, *, reason: str, processor_id: str | None, usage: Usage) -> None:
@@ -374,9 +377,9 @@ def _step_finish_payload(run: Run, reason: str, continued: bool, text: str,
         retry_count=st.retry_count, is_accepted=is_accepted)
 
 
-async def process_llm_response(run: Run) -> str:
-    if "process_llm_response" not in run.graph.busy:
-        return "process_output_step"
+async def process_llm_response(run: Run) -> Literal[LoopNode.PROCESS_OUTPUT_STEP]:
+    if node.PROCESS_LLM_RESPONSE not in run.graph.busy:
+        return node.PROCESS_OUTPUT_STEP
     step = run.step
     args = _base_args(run)
     # As in Mastra, the chunks end with the model's own finish (usage, reason), which the
@@ -389,13 +392,13 @@ async def process_llm_response(run: Run) -> str:
                 from_cache=step.replay is not None)
     await run_llm_response(run.runtime, run.config.input_specs, args,
                            step=run.state.step_number)
-    return "process_output_step"
+    return node.PROCESS_OUTPUT_STEP
 
 
-async def process_output_step(run: Run) -> str:
+async def process_output_step(run: Run) -> Literal[LoopNode.TOOLS, LoopNode.STEP_FINISH]:
     step = run.step
-    if "process_output_step" not in run.graph.busy:
-        return "tools" if step.tool_calls else "step_finish"
+    if node.PROCESS_OUTPUT_STEP not in run.graph.busy:
+        return node.TOOLS if step.tool_calls else node.STEP_FINISH
     args = _base_args(run)
     args.update(finish_reason=step.finish_reason, provider_metadata=None,
                 tool_calls=[dict(c) for c in step.tool_calls] or None, text=step.text,
@@ -403,7 +406,7 @@ async def process_output_step(run: Run) -> str:
     await run_message_hook(run.runtime, run.config.output_specs, "process_output_step",
                            run.state.message_list, args, default_source="response",
                            step=run.state.step_number)
-    return "tools" if step.tool_calls else "step_finish"
+    return node.TOOLS if step.tool_calls else node.STEP_FINISH
 
 
 # ----------------------------------------------------------------------------- tools
@@ -442,9 +445,9 @@ async def _call_tool(run: Run, call: dict[str, Any]) -> tuple[bool, Any]:
 _CANCEL_GRACE = 5.0
 
 
-async def tools(run: Run) -> Stream:
+async def tools(run: Run) -> Stream[Literal[LoopNode.PROCESS_TOOL_RESULT]]:
     """Run the step's tool calls concurrently; what they write streams live."""
-    return Stream(_tool_chunks(run), then="process_tool_result")
+    return Stream(_tool_chunks(run), then=node.PROCESS_TOOL_RESULT)
 
 
 async def _tool_chunks(run: Run) -> AsyncGenerator[Chunk, None]:
@@ -478,7 +481,7 @@ async def _tool_chunks(run: Run) -> AsyncGenerator[Chunk, None]:
     step.tool_outcomes = [(call, *t.result()) for call, t in zip(step.tool_calls, tasks)]
 
 
-async def process_tool_result(run: Run) -> str:
+async def process_tool_result(run: Run) -> Literal[LoopNode.STEP_FINISH]:
     """``process_tool_result`` per tool that returned; then a ``tool-result`` (or ``tool-error``)
     chunk per call. The message list gets each outcome now (the next step's prompt needs it
     even if a processor drops the chunk); ``Run.deliver`` writes it again from the chunk the
@@ -506,7 +509,7 @@ async def process_tool_result(run: Run) -> str:
             result = value
         run.emit(ToolResult(tool_call_id=cid, tool_name=name, args=targs, result=result,
                             run_id=run.run_id, from_=AGENT), Origin.STEP)
-    return "step_finish"
+    return node.STEP_FINISH
 
 
 _NOT_SET: Any = object()
@@ -526,7 +529,8 @@ def _invocation_result(ml: MessageList, tool_call_id: str) -> Any:
 # ----------------------------------------------------------------------------- end of a step
 
 
-async def step_finish(run: Run) -> str:
+async def step_finish(
+        run: Run) -> Literal[LoopNode.PROCESS_INPUT_STEP, LoopNode.PROCESS_OUTPUT_RESULT]:
     cfg, st, step = run.config, run.state, run.step
     continued = bool(step.tool_calls) and st.step_number + 1 < cfg.max_steps
     if step.structured_output is not None and not step.tool_calls:
@@ -551,10 +555,10 @@ async def step_finish(run: Run) -> str:
     st.retry_count = 0
     st.feedback.clear()
     st.step_number += 1
-    return "process_input_step" if continued else "process_output_result"
+    return node.PROCESS_INPUT_STEP if continued else node.PROCESS_OUTPUT_RESULT
 
 
-async def retry(run: Run) -> str:
+async def retry(run: Run) -> Literal[LoopNode.PROCESS_INPUT_STEP]:
     st, step = run.state, run.step
     info = st.pending_tripwire
     if info is None:
@@ -571,13 +575,13 @@ async def retry(run: Run) -> str:
         st.feedback.append(feedback)
     st.retry_count += 1
     st.pending_tripwire = None
-    return "process_input_step"
+    return node.PROCESS_INPUT_STEP
 
 
 # ----------------------------------------------------------------------------- end of the run
 
 
-async def process_output_result(run: Run) -> str:
+async def process_output_result(run: Run) -> Literal[LoopNode.FINISH]:
     """``process_output_result``, then the run's two texts (as Mastra's): ``result.text``
     joins the text of every accepted step (``getFullOutput().text``), ``stream.text`` is the
     final step's text alone (narration before tool calls excluded). A hook that edits the
@@ -585,11 +589,11 @@ async def process_output_result(run: Run) -> str:
     becomes the text of the last assistant message (Mastra's ``resolveProcessedOutputText``)."""
     st = run.state
     final = st.steps[-1].text if st.steps else ""
-    if "process_output_result" not in run.graph.busy:
+    if node.PROCESS_OUTPUT_RESULT not in run.graph.busy:
         st.text = _response_text(st.message_list)
         st.final_text = final
         st.has_result_text = True
-        return "finish"
+        return node.FINISH
     before = _assistant_texts(st.message_list)
     result = {"text": "".join(before), "usage": st.usage,
               "finish_reason": st.finish_reason, "steps": list(st.steps)}
@@ -602,7 +606,7 @@ async def process_output_result(run: Run) -> str:
     st.text = "".join(after)
     st.final_text = final if after == before else (after[-1] if after else "")
     st.has_result_text = True
-    return "finish"
+    return node.FINISH
 
 
 def _assistant_texts(ml: MessageList) -> list[str]:
@@ -637,7 +641,7 @@ def _response_text(ml: MessageList) -> str:
     return "".join(get_text(m) for m in ml.get.response.db() if m.role == "assistant")
 
 
-async def finish(run: Run) -> str:
+async def finish(run: Run) -> Literal[LoopNode.END]:
     cfg, st = run.config, run.state
     # The last object-result the consumer received from an accepted attempt: the answer
     # step's (``step_finish``), or one a processor produced (e.g. a structuring guard).
@@ -651,10 +655,10 @@ async def finish(run: Run) -> str:
                                  message_list=st.message_list, thread_id=cfg.thread_id,
                                  resource_id=cfg.resource_id)
     run.emit(Finish(payload=payload, run_id=run.run_id, from_=AGENT), Origin.RUN)
-    return END
+    return node.END
 
 
-async def tripwire(run: Run) -> str:
+async def tripwire(run: Run) -> Literal[LoopNode.END]:
     st = run.state
     info = st.pending_tripwire
     if info is None:
@@ -667,10 +671,10 @@ async def tripwire(run: Run) -> str:
                            metadata=info.metadata if info.metadata is not None else UNSET,
                            processor_id=info.processor_id or UNSET,
                            run_id=run.run_id, from_=AGENT), Origin.RUN)
-    return END
+    return node.END
 
 
-async def fail(run: Run) -> str:
+async def fail(run: Run) -> Literal[LoopNode.END]:
     st = run.state
     err = st.error
     if err is None:
@@ -681,17 +685,22 @@ async def fail(run: Run) -> str:
     st.error = shown.error
     st.finish_reason = "error"
     run.emit(shown.chunk, Origin.RUN)
-    return END
+    return node.END
 
 
-#: Every node by name (the graph's node table names the same set; ``_loop`` checks it).
-NODES: Mapping[str, NodeFn] = {
-    "start": start, "process_input": process_input, "process_input_step": process_input_step,
-    "prepare_step": prepare_step, "process_llm_request": process_llm_request, "model": model,
-    "process_output_stream": process_output_stream, "collect": collect,
-    "process_api_error": process_api_error, "process_llm_response": process_llm_response,
-    "process_output_step": process_output_step, "tools": tools,
-    "process_tool_result": process_tool_result, "step_finish": step_finish, "retry": retry,
-    "process_output_result": process_output_result, "finish": finish, "tripwire": tripwire,
-    "fail": fail,
+#: Every node's function (``_loop_nodes.LOOP`` has a row for each; checked below).
+NODES: Mapping[LoopNode, NodeFn] = {
+    LoopNode.START: start, LoopNode.PROCESS_INPUT: process_input,
+    LoopNode.PROCESS_INPUT_STEP: process_input_step, LoopNode.PREPARE_STEP: prepare_step,
+    LoopNode.PROCESS_LLM_REQUEST: process_llm_request, LoopNode.MODEL: model,
+    LoopNode.PROCESS_OUTPUT_STREAM: process_output_stream, LoopNode.COLLECT: collect,
+    LoopNode.PROCESS_API_ERROR: process_api_error,
+    LoopNode.PROCESS_LLM_RESPONSE: process_llm_response,
+    LoopNode.PROCESS_OUTPUT_STEP: process_output_step, LoopNode.TOOLS: tools,
+    LoopNode.PROCESS_TOOL_RESULT: process_tool_result, LoopNode.STEP_FINISH: step_finish,
+    LoopNode.RETRY: retry, LoopNode.PROCESS_OUTPUT_RESULT: process_output_result,
+    LoopNode.FINISH: finish, LoopNode.TRIPWIRE: tripwire, LoopNode.FAIL: fail,
 }
+
+# Each function's return annotation names exactly its row's returned edges: checked at import.
+check_node_functions(NODES)

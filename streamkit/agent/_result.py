@@ -11,13 +11,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .._apply import to_observable
 from ..chunks import Chunk, TextDelta
-
-if TYPE_CHECKING:
-    from ._run import Run
+from ..processors._runtime import RequestRuntime
 
 __all__ = ["Usage", "StepResult", "TripwireInfo", "AgentResult", "AgentStream"]
 
@@ -133,6 +131,20 @@ class AgentResult:
         printer.text("AgentResult(...)" if cycle else result_text(self))
 
 
+class RunHandle(Protocol):
+    """What an ``AgentStream`` needs of its run (``_run.Run``): named here so that this module,
+    which the run builds its result from, does not import the run."""
+
+    run_id: str
+    runtime: RequestRuntime
+
+    def events(self) -> AsyncGenerator[Chunk, None]: ...
+
+    def result(self) -> AgentResult: ...
+
+    def stream_text(self) -> str: ...
+
+
 class AgentStream:
     """The live handle ``agent.stream()`` returns (see the module docstring); it owns its run.
 
@@ -142,7 +154,7 @@ class AgentStream:
     early ``break`` (without ``aclose``) drains the rest of the run.
     """
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: RunHandle) -> None:
         self._run = run
         self._events: AsyncGenerator[Chunk, None] | None = None
 
@@ -192,8 +204,7 @@ class AgentStream:
         retried step's withdrawn text is not included either way."""
         async def final() -> str:
             await self._drain()
-            st = self._run.state
-            return st.final_text if st.has_result_text else st.delivered_text()
+            return self._run.stream_text()
         return final()
 
     @property

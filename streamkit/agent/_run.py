@@ -6,9 +6,10 @@ state, trace), the fused output chain and the ``Outbox``. ``Run.events()`` walks
 and is the only place a chunk reaches the consumer: every chunk it yields is first given to
 ``Run.deliver`` (recorded for the step, stored when it is a non-transient ``data-*`` chunk).
 
-Nodes (``_nodes.py``) are ``async def node(run) -> str | Stream``: the name of the next node, or
-a ``Stream`` of chunks to deliver followed by the next node's name. Either way the driver checks
-the transition against the graph's edge table. Exceptions are routed here, in one place:
+Nodes (``_nodes.py``) are ``async def node(run) -> LoopNode | Stream``: the next node, or a
+``Stream`` of chunks to deliver followed by the next node. Either way the driver checks the
+transition against the graph's edge table (``_loop_nodes.LOOP``, from which the sets used below
+are derived too). Exceptions are routed here, in one place:
 
 * ``TripWire`` → ``retry`` when the node is inside a step, the processor asked for a retry and
   ``max_processor_retries`` allows it; otherwise ``tripwire``.
@@ -25,13 +26,15 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Generic, TypeVar
 
 from msgspec import UNSET
 
+from .._loop_nodes import HOOK_OF_NODE, IN_STEP, MODEL_NODES, LoopNode
 from .._message_model import _new_id
 from ..chunks import Chunk, DataChunk, ObjectChunk, TextDelta, ToolErrorChunk, ToolResult
 from ..errors import APICallError, StreamkitError
-from ..graph import END, START, Graph
+from ..graph import Graph
 from ..messages import (
     DataPart,
     Message,
@@ -45,52 +48,30 @@ from ..processors._runtime import RequestRuntime, Writer
 from ..tracing._settings import run_tracer
 from ..tripwire import TripWire
 from ._build import StepRecorder, error_text
-from ._observe import Observed
+from ._observe import NOOP, Observed, RunReporter
 from ._result import AgentResult, TripwireInfo
 from ._routing import Origin, Outbox
 from ._shown import ShownError, show_error
 from ._state import RunConfig, RunState, StepState
 
-__all__ = ["Run", "Stream", "NodeResult", "NodeFn", "IN_STEP", "MODEL_NODES", "HOOK_OF_NODE"]
+__all__ = ["Run", "Stream", "NodeResult", "NodeFn"]
+
+
+#: The node a ``Stream`` hands over to (``Stream[Literal[LoopNode.COLLECT]]`` in a node's
+#: return annotation, which ``_nodes`` checks against the loop table at import).
+Then = TypeVar("Then", bound=LoopNode, covariant=True)
 
 
 @dataclass(frozen=True, slots=True)
-class Stream:
+class Stream(Generic[Then]):
     """What a streaming node hands over: ``chunks`` to deliver as they come, then ``then``."""
 
     chunks: AsyncGenerator[Chunk, None]
-    then: str
+    then: Then
 
 
-NodeResult = str | Stream
+NodeResult = LoopNode | Stream[LoopNode]
 NodeFn = Callable[["Run"], Awaitable[NodeResult]]
-
-#: Nodes that run inside a step: a TripWire with ``retry=True`` from here can re-run the step.
-IN_STEP = frozenset((
-    "process_input_step", "prepare_step", "process_llm_request", "model",
-    "process_output_stream", "collect", "process_api_error", "process_llm_response",
-    "process_output_step", "tools", "process_tool_result", "step_finish",
-))
-
-#: Nodes where the model is called or read: an ``APICallError`` there goes to the error
-#: processors (``process_api_error``).
-MODEL_NODES = frozenset(("model", "process_output_stream", "collect"))
-
-#: The hook a TripWire raised in a node came from (stream hooks also see the chunks that the
-#: tools and step_finish nodes route through the chain).
-HOOK_OF_NODE: Mapping[str, str] = {
-    "process_input": "process_input", "process_input_step": "process_input_step",
-    "prepare_step": "process_input_step", "process_llm_request": "process_llm_request",
-    "model": "process_output_stream", "process_output_stream": "process_output_stream",
-    "collect": "process_output_stream",
-    "process_api_error": "process_api_error", "process_llm_response": "process_llm_response",
-    "process_output_step": "process_output_step", "tools": "process_output_stream",
-    "process_tool_result": "process_tool_result", "step_finish": "process_output_stream",
-    "process_output_result": "process_output_result", "finish": "process_output_stream",
-}
-
-#: Where a TripWire from these nodes is counted as the stream processor's outcome in the trace.
-_STREAM_NODES = frozenset(("process_output_stream", "step_finish", "tools"))
 
 
 class Run:
@@ -103,7 +84,7 @@ class Run:
         messages: the caller's input (added by the ``start`` node, after remembered history).
     """
 
-    def __init__(self, config: RunConfig, graph: Graph, nodes: Mapping[str, NodeFn],
+    def __init__(self, config: RunConfig, graph: Graph, nodes: Mapping[LoopNode, NodeFn],
                  messages: object) -> None:
         self.config = config
         self.graph = graph
@@ -120,13 +101,14 @@ class Run:
         self.state = RunState(message_list=ml, system_snapshot=SystemSnapshot(()),
                               input_messages=messages)
         self.outbox = Outbox()
-        # Resolved once per run, here, so the run's spans nest under the caller's current span
-        # (``tracing.NOOP`` when tracing is off; called per node, never per chunk). Observers
-        # (``observers=``, ``_observe``) watch through the same calls; set up before the chain
-        # is bound, which reports every hook's result when one of them wants chunk detail.
-        tracer = run_tracer()
-        self.tracer = tracer if not config.observers else \
-            Observed(self, tracer, config.observers)
+        # What the run reports through (``_observe``; called per node, never per chunk): ``NOOP``
+        # without observers; else the call's ``observers=`` and, when tracing is on, the run's
+        # span tracer, resolved once per run, here, so its spans nest under the caller's current
+        # span. Set up before the chain is bound, which reports every hook's result when an
+        # observer wants chunk detail.
+        spans = run_tracer()
+        observers = config.observers if spans is None else (spans, *config.observers)
+        self.tracer: RunReporter = Observed(self, observers) if observers else NOOP
         # Stream hooks get their writer when there are some (the empty chain writes nothing).
         self.chain = StreamChain(config.output_specs, self.runtime,
                                  writer=self.outbox.writer(Origin.STREAM_WRITER)
@@ -224,12 +206,13 @@ class Run:
         """Walk the graph from ``start`` to ``end``, yielding every chunk for the consumer —
         the one way out of a run."""
         st = self.state
-        node = START
+        node = LoopNode.START
+        end = LoopNode.END  # read once: an Enum member read through its class is slow (3.11)
         outbox = self.outbox
         tracer = self.tracer
         tracer.begin(self)
         try:
-            while node != END:
+            while node is not end:
                 try:
                     handed = await self._nodes[node](self)
                     if handed.__class__ is Stream:
@@ -284,17 +267,17 @@ class Run:
                     await self.show(exc)  # before the spans record the failure
                     if node in MODEL_NODES and st.step is not None:
                         st.step.api_error = exc
-                        nxt = "process_api_error"
+                        nxt = LoopNode.PROCESS_API_ERROR
                     else:
                         st.error = exc
-                        nxt = "fail"
+                        nxt = LoopNode.FAIL
                 except StreamkitError as exc:
-                    if node in ("fail", "tripwire"):
+                    if node is LoopNode.FAIL or node is LoopNode.TRIPWIRE:
                         raise
                     outbox.discard()
                     await self.show(exc)
                     st.error = exc
-                    nxt = "fail"
+                    nxt = LoopNode.FAIL
                 if outbox.ready:
                     for chunk in outbox.take():
                         self.deliver(chunk)
@@ -309,20 +292,20 @@ class Run:
             await self.close_source()
         tracer.end(self, None)
 
-    async def _tripwire(self, tw: TripWire, node: str) -> str:
+    async def _tripwire(self, tw: TripWire, node: LoopNode) -> LoopNode:
         """Where a TripWire from ``node`` leads: ``retry`` or ``tripwire``."""
         cfg, st = self.config, self.state
-        hook = HOOK_OF_NODE.get(node, node)
+        hook = HOOK_OF_NODE[node]
         await self.runtime.violation(cfg.spec_of(tw.processor_id), tw, hook)
         st.pending_tripwire = TripwireInfo(reason=tw.reason or "", retry=tw.retry,
                                            metadata=tw.metadata, processor_id=tw.processor_id,
                                            hook=hook)
-        if hook == "process_output_stream" or node in _STREAM_NODES:
+        if hook == "process_output_stream":  # where the stream processors' outcome is counted
             self.chain.record(st.step_number, {tw.processor_id or "": ("tripwire", tw.reason)})
         if tw.retry and node in IN_STEP and cfg.max_processor_retries is not None \
                 and st.retry_count < cfg.max_processor_retries:
-            return "retry"
-        return "tripwire"
+            return LoopNode.RETRY
+        return LoopNode.TRIPWIRE
 
     async def close_source(self) -> None:
         """Close the model's stream of the current step, if one is open."""
@@ -335,6 +318,12 @@ class Run:
                     await closer()
                 except Exception:  # noqa: BLE001 - closing must not mask the run's outcome
                     pass
+
+    def stream_text(self) -> str:
+        """``stream.text`` (``AgentStream.text``): the final step's text once the run got to
+        ``process_output_result``, else the text deltas the consumer received."""
+        st = self.state
+        return st.final_text if st.has_result_text else st.delivered_text()
 
     def result(self) -> AgentResult:
         """The run's outcome (complete once ``events()`` is exhausted)."""

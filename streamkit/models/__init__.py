@@ -11,8 +11,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._base import Model, ModelRequest, ToolSpec, resolve_model
+from ._base import Model, ModelRequest, ToolSpec
 from ._complete import complete
+from ._resolve import resolve_model
 from ._scripted import FunctionModel, ScriptedModel, api_error, reasoning, text, tool_call
 
 if TYPE_CHECKING:  # at run time __getattr__ below imports them on first use

@@ -9,8 +9,8 @@ A model turns a ``ModelRequest`` into an async iterator of chunks for one step: 
 ``request.run_id`` and ``from_="AGENT"``. Failures raise ``streamkit.errors.APICallError``; a stream
 that ends without its ``finish`` is an ``APICallError`` too (the agent checks).
 
-``resolve_model`` decides what counts as a model: an object with ``stream`` is one; a router id
-string is handed to ``streamkit.models._router``.
+What counts as a model (``resolve_model``) is decided in ``_resolve``, above the providers: this
+module is what they build on.
 """
 
 from __future__ import annotations
@@ -19,9 +19,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import StreamkitError
-
-__all__ = ["Model", "ModelRequest", "ToolSpec", "resolve_model"]
+__all__ = ["Model", "ModelRequest", "ToolSpec"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,22 +71,3 @@ class Model(Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
         """Stream one step's chunks (see the module docstring). Raises ``APICallError``."""
         ...
-
-
-def resolve_model(model: Any, **options: Any) -> Any:
-    """A model object for ``model`` (an object with ``stream``, or a router id string).
-
-    Raises:
-        StreamkitError: ``model`` is neither; the message says what is accepted.
-    """
-    if isinstance(model, str):
-        # The router imports the HTTP providers and with them httpx (a slow import): only a
-        # router id needs them, so an agent on a model object never loads httpx.
-        from ._router import resolve
-
-        return resolve(model, **options)
-    if callable(getattr(model, "stream", None)):
-        return model
-    raise StreamkitError(
-        f"model must be a model object (with a stream(request) method) or a router id such as "
-        f"'openai/gpt-4o-mini'; got {type(model).__name__}: {model!r:.60}")

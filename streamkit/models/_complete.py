@@ -11,7 +11,8 @@ from typing import Any
 
 from ..chunks import Finish, TextDelta
 from ..errors import APICallError
-from ._base import ModelRequest, resolve_model
+from ._base import ModelRequest
+from ._resolve import resolve_model
 
 __all__ = ["complete"]
 

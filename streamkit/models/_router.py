@@ -2,7 +2,7 @@
 
 What belongs here: the table of known providers, which environment variables each reads, and
 checking the options a caller passes. What does not: the providers themselves (``_openai``,
-``_anthropic``) and the decision to resolve at all (``resolve_model`` in ``_base``).
+``_anthropic``) and the decision to resolve at all (``resolve_model`` in ``_resolve``).
 
 ==========================  =====================================  ==============================
 id                          key                                    base URL

@@ -23,9 +23,10 @@ Example:
     >>> streamkit.tracing.instrument(provider)
     >>> await agent.generate("Where is my order?")   # spans printed as each one ends
 
-What belongs here: the public switches. The engine-facing interface is ``_tracer``, the
-settings ``_settings``, the span tree ``_spans`` (the only module importing opentelemetry),
-and the content JSON ``_content``.
+What belongs here: the public switches. The settings are ``_settings`` (a run asks it for its
+span tracer), the span tree ``_spans`` (the only module importing opentelemetry: an observer of
+the run's events, ``streamkit.events``, which reads nothing of a run but them), and the content
+JSON ``_content``.
 """
 
 from ._settings import instrument, uninstrument

@@ -5,7 +5,7 @@ Three states, one process-wide settings object replaced whole (so a run never se
 a change):
 
 * **automatic** (the start): a run is traced when the application has loaded opentelemetry and
-  set a global tracer provider; with no provider set it gets ``NOOP``.
+  set a global tracer provider; with no provider set it gets no span tracer.
 * **instrumented** (``instrument(provider, capture_content=...)``): that provider, or the global
   one when ``provider`` is ``None``; ``capture_content`` fixed instead of read from the
   environment.
@@ -16,7 +16,7 @@ a change):
 
 opentelemetry is never imported here: a provider can only have been configured by an
 application that has loaded ``opentelemetry.trace`` itself, so while that module is not loaded a
-run gets ``NOOP`` after one dictionary lookup, and ``import streamkit`` never pays for
+run gets no span tracer after one dictionary lookup, and ``import streamkit`` never pays for
 opentelemetry's import. ``_spans`` (which imports it) is loaded on the first traced run.
 """
 
@@ -29,7 +29,7 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import InvalidType, UsageError
-from ._tracer import NOOP, RunTracer
+from ..events import RunObserver
 
 __all__ = ["instrument", "uninstrument", "run_tracer", "capture_from_env", "CAPTURE_ENV"]
 
@@ -113,14 +113,15 @@ def capture_from_env() -> bool:
     return os.environ.get(CAPTURE_ENV, "").strip().lower() == "true"
 
 
-def run_tracer() -> RunTracer:
-    """The tracer of one run, resolved when the run is created (its parent span is the caller's
-    current span at that moment): ``NOOP`` unless tracing is on and a provider is there."""
+def run_tracer() -> RunObserver | None:
+    """The span tracer of one run — an observer of its events (``streamkit.events``) — resolved
+    when the run is created (its parent span is the caller's current span at that moment):
+    ``None`` unless tracing is on and a provider is there."""
     settings = _settings
     if not settings.enabled or (settings.provider is None and OTEL_TRACE not in sys.modules):
-        return NOOP
+        return None
     capture = settings.capture_content
-    tracer: RunTracer = (_spans or _load_spans()).tracer_for(
+    tracer: RunObserver | None = (_spans or _load_spans()).tracer_for(
         settings.provider, capture_from_env() if capture is None else capture)
     return tracer
 
