@@ -20,7 +20,7 @@ INTENDED: dict[str, set[str]] = {
         "Violation", "TraceRecord", "Writer", "Abort",
         # agent
         "Agent", "AgentResult", "AgentStream", "StepResult", "TripwireInfo", "Usage", "Override",
-        "Graph",
+        "Graph", "StepToolCall", "StepToolResult", "ToolOutcome",
         # tools, memory
         "tool", "Tool", "Memory", "SQLiteStore",
         # data
@@ -133,6 +133,7 @@ INTENDED: dict[str, set[str]] = {
     },
     "streamkit.agent": {
         "Agent", "AgentResult", "AgentStream", "Override", "StepResult", "TripwireInfo", "Usage",
+        "StepToolCall", "StepToolResult", "ToolOutcome",
     },
     "streamkit.processors": {
         "Processor", "Pipeline", "InputProcessor", "OutputProcessor", "ErrorProcessor",

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._apply import to_observable
+from .._tool_records import StepToolCall, StepToolResult
 from ..chunks import Chunk, TextDelta
 
 if TYPE_CHECKING:
@@ -56,8 +57,10 @@ class StepResult:
         step_number: 0-based; a retried step keeps its number.
         text: the step's text as the consumer saw it ('' for a rolled-back attempt).
         reasoning: the step's reasoning text.
-        tool_calls: ``[{"tool_call_id", "tool_name", "args"}]``.
-        tool_results: ``[{"tool_call_id", "tool_name", "args", "result", "is_error"}]``.
+        tool_calls: ``StepToolCall`` records (``tool_call_id``, ``tool_name``, ``args``; also
+            readable as the old dicts, ``call["tool_name"]``).
+        tool_results: ``StepToolResult`` records (``tool_call_id``, ``tool_name``, ``args``,
+            ``result``, ``is_error``; also readable as the old dicts).
         finish_reason: ``stop``, ``tool-calls``, ``length``, ``retry``, ``error``, ``other``...
         usage: this step's usage.
         tripwire: set on a step that a processor rejected (retried or aborted).
@@ -68,8 +71,8 @@ class StepResult:
     step_number: int
     text: str = ""
     reasoning: str = ""
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    tool_results: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: list[StepToolCall] = field(default_factory=list)
+    tool_results: list[StepToolResult] = field(default_factory=list)
     finish_reason: str = "unknown"
     usage: Usage = field(default_factory=Usage)
     tripwire: TripwireInfo | None = None
@@ -111,11 +114,11 @@ class AgentResult:
     states: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
-    def tool_calls(self) -> list[dict[str, Any]]:
+    def tool_calls(self) -> list[StepToolCall]:
         return [c for s in self.steps if s.finish_reason != "retry" for c in s.tool_calls]
 
     @property
-    def tool_results(self) -> list[dict[str, Any]]:
+    def tool_results(self) -> list[StepToolResult]:
         return [r for s in self.steps if s.finish_reason != "retry" for r in s.tool_results]
 
     def trace_table(self) -> list[dict[str, Any]]:

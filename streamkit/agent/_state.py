@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from .._tool_records import StepToolCall, StepToolResult, ToolOutcome
 from ..chunks import Finish, ResponseMetadata
 from ..messages import MessageList
 from ..models import Model, ModelRequest
@@ -88,10 +89,6 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
                      if s.id == processor_id), None)
 
 
-#: One tool call's outcome: the call, whether it returned, and its value or exception.
-ToolOutcome = tuple[dict[str, Any], bool, Any]
-
-
 @dataclass(slots=True)
 class StepState:
     """One attempt at one step: what ``process_input_step`` decided, and what came back."""
@@ -116,9 +113,9 @@ class StepState:
     streamed: bool = False
     text: str = ""
     reasoning: str = ""
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: list[StepToolCall] = field(default_factory=list)
     tool_outcomes: list[ToolOutcome] = field(default_factory=list)
-    tool_results: list[dict[str, Any]] = field(default_factory=list)
+    tool_results: list[StepToolResult] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     finish_reason: str = "unknown"
     api_error: BaseException | None = None

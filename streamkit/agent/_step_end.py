@@ -23,6 +23,7 @@ from typing import Any
 
 from msgspec import UNSET
 
+from .._tool_records import StepToolCall
 from ..chunks import (
     FinishPayload,
     ResponseMetadata,
@@ -255,7 +256,7 @@ class StepEnd:
         self.raw: Any = UNSET
 
     def step_finish(self, *, reason: str, continued: bool, text: str,
-                    tool_calls: list[dict[str, Any]], usage: Usage, message_id: str,
+                    tool_calls: list[StepToolCall], usage: Usage, message_id: str,
                     metadata: dict[str, Any], raw_usage: Any, message_list: MessageList,
                     retry_count: int, is_accepted: bool = True) -> StepFinishPayload:
         """The ``step-finish`` payload of a step; ``is_accepted=False`` for an attempt that is
@@ -295,9 +296,9 @@ class StepEnd:
             messages=snapshot, processor_retry_count=0, response=response)
 
 
-def _output(text: str, tool_calls: list[dict[str, Any]], usage: UsagePayload,
+def _output(text: str, tool_calls: list[StepToolCall], usage: UsagePayload,
             steps: list[dict[str, Any]]) -> StepOutputPayload:
     return StepOutputPayload(
         text=text, usage=usage, steps=steps,
-        tool_calls=[{"toolCallId": c["tool_call_id"], "toolName": c["tool_name"],
-                     "args": c["args"]} for c in tool_calls])
+        tool_calls=[{"toolCallId": c.tool_call_id, "toolName": c.tool_name,
+                     "args": c.args} for c in tool_calls])

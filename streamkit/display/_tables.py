@@ -291,9 +291,9 @@ _STEP_HEADERS = ("step", "attempt", "finish", "text", "tool calls", "tool result
 
 
 def _step_cells(s: Any) -> list[str]:
-    calls = ", ".join(f"{c.get('tool_name')}({fmt_value(c.get('args'))})" for c in s.tool_calls)
-    results = ", ".join(f"{r.get('tool_name')} → {'✗ ' if r.get('is_error') else ''}"
-                        f"{fmt_value(r.get('result'))}" for r in s.tool_results)
+    calls = ", ".join(f"{c.tool_name}({fmt_value(c.args)})" for c in s.tool_calls)
+    results = ", ".join(f"{r.tool_name} → {'✗ ' if r.is_error else ''}"
+                        f"{fmt_value(r.result)}" for r in s.tool_results)
     u = s.usage
     tokens = f"{u.input_tokens}/{u.output_tokens}/{u.total_tokens}"
     trip = ""

@@ -399,7 +399,7 @@ class SpanTracer(RunTracer):
         if not self._tools:
             return
         step = run.state.step
-        outcomes = {c["tool_call_id"]: (ok, v) for c, ok, v in step.tool_outcomes} \
+        outcomes = {o.call.tool_call_id: (o.ok, o.value) for o in step.tool_outcomes} \
             if step is not None else {}
         delivered = {r["tool_call_id"]: r for r in step.tool_results} if step is not None else {}
         for cid, (span, _) in self._tools.items():
