@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .agent import Agent
-from .chunks import TextDelta, ToolCall, ToolResult, TripwireChunk
+from .chunks import ModelChunk, TextDelta, ToolCall, ToolResult, TripwireChunk
 from .errors import ToolError
 from .messages import ToolInvocationPart
 from .models import ModelRequest
@@ -178,7 +178,7 @@ def _answer(prompt: list[dict[str, Any]]) -> Any:
 class _ServedModel(FunctionModel):
     """A ``FunctionModel`` that keeps no request log: a server answers requests forever."""
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         self.calls += 1
         return self._run(request)
 

@@ -136,7 +136,7 @@ from .errors import ChunkDecodeError, InvalidArgument, InvalidType
 
 __all__ = [
     # base classes and helpers
-    "ChunkBase", "PayloadBase", "Chunk", "CHUNK_TYPES", "coerce_chunk", "Stamper",
+    "ChunkBase", "PayloadBase", "Chunk", "ModelChunk", "CHUNK_TYPES", "coerce_chunk", "Stamper",
     # model output
     "ResponseMetadata", "TextStart", "TextDelta", "TextEnd", "ReasoningStart", "ReasoningDelta",
     "ReasoningEnd", "ReasoningSignature", "RedactedReasoning", "ReasoningFile", "Source", "File",
@@ -480,6 +480,17 @@ Chunk: TypeAlias = (
     | AbortChunk | TripwireChunk | Raw | ObjectChunk | ObjectResult | DataChunk
 )
 """Any chunk: the union of every chunk class."""
+
+ModelChunk: TypeAlias = (
+    ResponseMetadata | TextStart | TextDelta | TextEnd | ReasoningStart | ReasoningDelta
+    | ReasoningEnd | ReasoningSignature | RedactedReasoning | ReasoningFile | Source | File
+    | Custom | ToolCallInputStreamingStart | ToolCallDelta | ToolCallInputStreamingEnd | ToolCall
+    | Raw | ToolResult | ToolErrorChunk | Finish
+)
+"""What a model's ``stream(request)`` yields for one step (``streamkit.models.Model``): the chunks
+converted from a provider stream, a provider-executed tool's ``tool-result``/``tool-error``, and
+the step's one ``finish``. The agent's own chunks (``start``, ``step-start``, ``step-finish``,
+``tripwire``, ``data-*``, ...) are not in it."""
 
 CHUNK_TYPES: dict[str, type[ChunkBase]] = {
     cls.type: cls for cls in get_args(Chunk) if cls is not DataChunk

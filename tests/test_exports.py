@@ -33,7 +33,7 @@ INTENDED: dict[str, set[str]] = {
     },
     "streamkit.chunks": {
         # base classes and helpers
-        "ChunkBase", "PayloadBase", "Chunk", "CHUNK_TYPES", "coerce_chunk", "Stamper",
+        "ChunkBase", "PayloadBase", "Chunk", "ModelChunk", "CHUNK_TYPES", "coerce_chunk", "Stamper",
         # model output
         "ResponseMetadata", "TextStart", "TextDelta", "TextEnd", "ReasoningStart",
         "ReasoningDelta", "ReasoningEnd", "ReasoningSignature", "RedactedReasoning",

@@ -17,6 +17,7 @@ from .._tool_records import StepToolCall, StepToolResult, ToolOutcome
 from ..chunks import Finish, ResponseMetadata
 from ..messages import MessageList
 from ..models import Model, ModelRequest
+from ..models._base import ToolChoice as _ToolChoice
 from ..processors._spec import ProcessorSpec
 from ..tools import Tool
 from ._build import StepRecorder
@@ -36,7 +37,7 @@ FEEDBACK_TEMPLATE = ("[Processor Feedback] Your previous response was not accept
                      "Please try again with the feedback in mind.")
 
 #: ``"auto"``, ``"none"``, ``"required"`` or ``{"type": "tool", "toolName": name}``.
-ToolChoice = str | Mapping[str, Any]
+ToolChoice = _ToolChoice
 
 #: What structured output was asked for: a type (msgspec/dataclass/TypedDict...) or a JSON schema.
 StructuredOutput = type | Mapping[str, Any]

@@ -38,6 +38,7 @@ import msgspec
 from ..chunks import (
     Finish,
     FinishPayload,
+    ModelChunk,
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
@@ -633,7 +634,7 @@ class AnthropicModel(HTTPModel):
         headers.update(self._extra_headers(settings))
         return headers
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Stream one step for ``request`` (see ``streamkit.models._base``).
 
         Raises:
@@ -653,7 +654,7 @@ class AnthropicModel(HTTPModel):
 
     async def _step(self, url: str, body: dict[str, Any], headers: dict[str, str], run_id: str,
                     is_structured: bool, deadline: Deadline | None
-                    ) -> AsyncGenerator[Any, None]:
+                    ) -> AsyncGenerator[ModelChunk, None]:
         state = _MessagesTranslator(run_id, url, is_structured=is_structured)
         async for event in self._session.sse(url, body, headers, deadline=deadline,
                                              max_event_bytes=self.max_event_bytes):

@@ -15,13 +15,17 @@ string is handed to ``streamkit.models._router``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
+from ..chunks import ModelChunk
 from ..errors import StreamkitError
 
-__all__ = ["Model", "ModelRequest", "ToolSpec", "resolve_model"]
+__all__ = ["Model", "ModelRequest", "ToolSpec", "ToolChoice", "resolve_model"]
+
+#: ``"auto"``, ``"none"``, ``"required"`` or ``{"type": "tool", "toolName": name}``.
+ToolChoice: TypeAlias = str | Mapping[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +59,7 @@ class ModelRequest:
 
     prompt: list[dict[str, Any]]
     tools: list[ToolSpec] = field(default_factory=list)
-    tool_choice: Any = None
+    tool_choice: ToolChoice | None = None
     model_settings: dict[str, Any] = field(default_factory=dict)
     provider_options: dict[str, Any] = field(default_factory=dict)
     structured_output: dict[str, Any] | None = None
@@ -70,7 +74,7 @@ class Model(Protocol):
     provider: str
     model_id: str
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Stream one step's chunks (see the module docstring). Raises ``APICallError``."""
         ...
 

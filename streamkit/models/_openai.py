@@ -30,6 +30,7 @@ import msgspec
 from ..chunks import (
     Finish,
     FinishPayload,
+    ModelChunk,
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
@@ -609,7 +610,7 @@ class OpenAIChatModel(HTTPModel):
         headers.update(self._extra_headers(settings))
         return headers
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Stream one step for ``request`` (see ``streamkit.models._base``).
 
         Raises:
@@ -635,7 +636,7 @@ class OpenAIChatModel(HTTPModel):
 
     async def _stream_step(self, url: str, body: dict[str, Any], headers: dict[str, str],
                            run_id: str, deadline: Deadline | None
-                           ) -> AsyncGenerator[Any, None]:
+                           ) -> AsyncGenerator[ModelChunk, None]:
         provider = self._session.provider
         state = _ChatTranslator(run_id, provider, url)
         is_done = False
@@ -659,7 +660,7 @@ class OpenAIChatModel(HTTPModel):
 
     async def _json_step(self, url: str, body: dict[str, Any], headers: dict[str, str],
                          run_id: str, deadline: Deadline | None
-                         ) -> AsyncGenerator[Any, None]:
+                         ) -> AsyncGenerator[ModelChunk, None]:
         data = await self._session.post(url, body, headers, deadline=deadline,
                                         max_bytes=self.max_event_bytes)
         state = _ChatTranslator(run_id, self._session.provider, url)

@@ -18,9 +18,9 @@ decision"):
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .._message_list import Source
 from ..errors import ProcessorError
@@ -30,6 +30,10 @@ from ._chain import bounded, hook_failure
 from ._runtime import RequestRuntime, now
 from ._spec import ProcessorSpec
 
+if TYPE_CHECKING:
+    from ..models import Model
+    from ..models._base import ToolChoice
+
 __all__ = ["StepOverrides", "MessagesUpdate", "LLMRequestUpdate", "APIErrorResult", "call_hook",
            "run_message_hook", "run_input_step", "run_llm_request", "run_llm_response",
            "run_api_error", "llm_request_order"]
@@ -37,24 +41,45 @@ __all__ = ["StepOverrides", "MessagesUpdate", "LLMRequestUpdate", "APIErrorResul
 log = logging.getLogger("streamkit.processors")
 
 
+#: A message as a hook may hand one back: a ``Message``, a string (a user message) or a plain
+#: dict (normalised as ``MessageList.add`` does).
+MessageLike: TypeAlias = Message | str | Mapping[str, Any]
+
+#: A ``tools`` override: ``Tool`` objects / ``@tool`` functions / typed functions, as a list or
+#: as ``{name: tool}`` (what ``Agent(tools=...)`` accepts). Typed as callables, not ``Tool``:
+#: ``streamkit.tools`` imports this package, so naming ``Tool`` here would close a circle.
+ToolsOverride: TypeAlias = Sequence[Callable[..., object]] | Mapping[str, Callable[..., object]]
+
+
 @dataclass(slots=True)
 class StepOverrides:
     """What ``process_input_step`` (and ``prepare_step``) may change for one step.
 
     Every field left as ``None`` keeps its current value. Overrides chain: the next processor
-    sees the values the previous one set, and they apply to this step only.
+    sees the values the previous one set, and they apply to this step only. Each field is
+    typed (issue 32), so a misspelled field or a wrong value is a type checker's error:
+
+    Attributes:
+        model: a model object (anything with ``stream(request)``) or a router id string.
+        tool_choice: ``"auto"``, ``"none"``, ``"required"`` or ``{"type": "tool",
+            "toolName": name}``.
+        active_tools: the names of the tools the model may call this step.
+        tools: the tools of this step (a list, or ``{name: tool}``).
+        messages, message_list, system_messages: as a message hook's result.
+        provider_options, model_settings: replace the step's (``temperature``, ...).
+        structured_output: a type or a JSON schema the answer must follow.
     """
 
-    model: Any = None
-    tool_choice: Any = None
-    active_tools: list[str] | None = None
-    tools: Any = None
-    messages: list[Any] | None = None
+    model: Model | str | None = None
+    tool_choice: ToolChoice | None = None
+    active_tools: Sequence[str] | None = None
+    tools: ToolsOverride | None = None
+    messages: Sequence[MessageLike] | None = None
     message_list: MessageList | None = None
-    system_messages: list[Any] | None = None
-    provider_options: dict[str, Any] | None = None
-    model_settings: dict[str, Any] | None = None
-    structured_output: Any = None
+    system_messages: Sequence[MessageLike] | None = None
+    provider_options: Mapping[str, Any] | None = None
+    model_settings: Mapping[str, Any] | None = None
+    structured_output: type | Mapping[str, Any] | None = None
 
     def set_fields(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)
