@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ._prompt import PromptMessage
 from .agent import Agent
 from .chunks import ModelChunk, TextDelta, ToolCall, ToolResult, TripwireChunk
 from .errors import ToolError
@@ -144,13 +145,13 @@ def _text_of(content: Any) -> str:
     return ""
 
 
-def _answer(prompt: list[dict[str, Any]]) -> Any:
+def _answer(prompt: list[PromptMessage]) -> Any:
     """The demo model's step for ``prompt``: see ``demo_model``."""
     turns = [m for m in prompt if m.get("role") != "system"]
     last = turns[-1] if turns else {"role": "user", "content": ""}
     if last.get("role") == "tool":
         content = last.get("content")
-        outcome: dict[str, Any] = content[0] if isinstance(content, list) else {}
+        outcome: Mapping[str, Any] = content[0] if isinstance(content, list) else {}
         record = outcome.get("result")
         if outcome.get("isError") or not isinstance(record, dict):
             return text(f"Sorry, I could not find that customer: {record}")

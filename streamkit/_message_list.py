@@ -30,6 +30,7 @@ from streamkit._message_model import (
     to_messages,
     to_part,
 )
+from streamkit._prompt import PromptMessage
 from streamkit.errors import MessageError, ProcessorError
 
 __all__ = ["MessageList", "MessageView", "MessageListCheckpoint", "SystemSnapshot", "Source"]
@@ -92,7 +93,7 @@ class MessageView:
         """UI dicts (see ``to_ui``): ``id``, ``role``, ``createdAt``, ``content``, ``parts``."""
         return to_ui(self.db())
 
-    def core(self) -> list[dict[str, Any]]:
+    def core(self) -> list[PromptMessage]:
         """The provider ("core") format (see ``to_core``); no system messages."""
         return to_core(self.db())
 
@@ -535,7 +536,7 @@ class MessageList:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def prompt(self) -> list[dict[str, Any]]:
+    def prompt(self) -> list[PromptMessage]:
         """The provider ("core") prompt: untagged system, tagged system, then the conversation
         (memory, context, input and response messages in ``created_at`` order)."""
         return to_core(self.get_all_system_messages()) + to_core(self._conversation)

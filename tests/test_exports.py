@@ -71,6 +71,10 @@ INTENDED: dict[str, set[str]] = {
         "message_to_dict", "message_from_dict", "format_timestamp",
         # loose input, text, formats
         "to_part", "to_message", "to_messages", "get_text", "to_core", "to_ui",
+        "PromptMessage", "SystemPromptMessage", "UserPromptMessage", "AssistantPromptMessage",
+        "ToolPromptMessage", "TextContent", "FileContent", "ImageContent", "ReasoningContent",
+        "RedactedReasoningContent", "ToolCallContent", "ToolResultContent", "UserContent",
+        "AssistantContent",
         # the list
         "MessageList", "MessageView", "MessageListCheckpoint", "SystemSnapshot", "Source",
     },

@@ -22,6 +22,7 @@ from typing import Any
 from msgspec import UNSET, structs
 
 from .._partial_json import PartialJSON
+from .._prompt import PromptMessage
 from .._tool_records import StepToolCall, ToolOutcome
 from ..chunks import (
     Chunk,
@@ -200,8 +201,8 @@ async def prepare_step(run: Run) -> str:
     return "process_llm_request"
 
 
-def _prompt(run: Run) -> list[dict[str, Any]]:
-    prompt: list[dict[str, Any]] = run.state.message_list.prompt()
+def _prompt(run: Run) -> list[PromptMessage]:
+    prompt = run.state.message_list.prompt()
     for text in run.state.feedback:
         prompt.append({"role": "system", "content": text})
     return prompt

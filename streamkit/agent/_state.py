@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from .._prompt import PromptMessage
 from .._tool_records import StepToolCall, StepToolResult, ToolOutcome
 from ..chunks import Finish, ResponseMetadata
 from ..messages import MessageList
@@ -103,7 +104,7 @@ class StepState:
     model_settings: dict[str, Any]
     provider_options: dict[str, Any]
     structured_output: StructuredOutput | None
-    prompt: list[dict[str, Any]] = field(default_factory=list)
+    prompt: list[PromptMessage] = field(default_factory=list)
     request: ModelRequest | None = None
     source: Any = None
     replay: list[Any] | None = None

@@ -112,13 +112,12 @@ def model_messages(message: Message) -> list[dict[str, Any]]:
             continue
         parts: list[dict[str, Any]] = []
         for part in content:
-            kind = part.get("type")
-            if kind == "tool-call":
+            if part["type"] == "tool-call":
                 inputs[part["toolCallId"]] = part.get("args")
                 parts.append(_stamped({"type": "tool-call", "toolCallId": part["toolCallId"],
                                        "toolName": part["toolName"], "input": part.get("args")},
                                       stamp))
-            elif kind == "tool-result":
+            elif part["type"] == "tool-result":
                 value = part.get("result")
                 is_error = part.get("isError") is True
                 output = {"type": ("error-text" if isinstance(value, str) else "error-json")

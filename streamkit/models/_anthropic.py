@@ -29,12 +29,13 @@ from __future__ import annotations
 import base64
 import os
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
 import msgspec
 
+from .._prompt import PromptMessage
 from ..chunks import (
     Finish,
     FinishPayload,
@@ -177,7 +178,7 @@ def _assistant_blocks(content: Any, where: str) -> list[dict[str, Any]]:
     return blocks
 
 
-def to_anthropic_messages(prompt: list[dict[str, Any]]
+def to_anthropic_messages(prompt: Sequence[PromptMessage]
                           ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Core-format messages as ``(system blocks, messages)`` for the Messages API.
 
@@ -218,7 +219,9 @@ def to_anthropic_messages(prompt: list[dict[str, Any]]
         if not isinstance(msg, dict):
             raise MessageError(f"{where}: expected a dict with role and content, got "
                                f"{type(msg).__name__}")
-        role, content = msg.get("role"), msg.get("content")
+        # Read as untrusted: a hook may hand back any prompt; each value is checked below.
+        role: object = msg.get("role")
+        content: Any = msg.get("content")
         if role == "system":
             text = content if isinstance(content, str) else \
                 "".join(p.get("text", "") for p in content or ())

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
+from .._prompt import PromptMessage
 from ..chunks import ModelChunk
 from ..errors import StreamkitError
 
@@ -47,7 +48,8 @@ class ModelRequest:
 
     Attributes:
         prompt: provider-shaped messages (the "core" format of ``MessageList.get.all.core()``:
-            ``{"role": "system"|"user"|"assistant"|"tool", "content": ...}``).
+            ``{"role": "system"|"user"|"assistant"|"tool", "content": ...}``), typed as
+            ``PromptMessage`` (``streamkit.messages``).
         tools: the tools the model may call this step.
         tool_choice: ``"auto"``, ``"none"``, ``"required"`` or ``{"type": "tool", "toolName": n}``.
         model_settings: ``temperature``, ``max_tokens``, ``top_p``, ``stop``, ``seed``, ...
@@ -57,7 +59,7 @@ class ModelRequest:
         step_number: the agent step this call belongs to.
     """
 
-    prompt: list[dict[str, Any]]
+    prompt: list[PromptMessage]
     tools: list[ToolSpec] = field(default_factory=list)
     tool_choice: ToolChoice | None = None
     model_settings: dict[str, Any] = field(default_factory=dict)

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import msgspec
 
+from .._prompt import PromptMessage
 from ..chunks import (
     Finish,
     FinishPayload,
@@ -137,7 +138,7 @@ def _assistant(content: Any, where: str) -> dict[str, Any]:
     return message
 
 
-def to_openai_messages(prompt: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def to_openai_messages(prompt: Sequence[PromptMessage]) -> list[dict[str, Any]]:
     """Core-format messages (``docs/DESIGN.md``) as Chat Completions ``messages``.
 
     System and user messages map one to one (a text-only part list becomes a string, images
@@ -163,7 +164,9 @@ def to_openai_messages(prompt: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not isinstance(msg, dict):
             raise MessageError(f"{where}: expected a dict with role and content, got "
                                f"{type(msg).__name__}")
-        role, content = msg.get("role"), msg.get("content")
+        # Read as untrusted: a hook may hand back any prompt; each value is checked below.
+        role: object = msg.get("role")
+        content: Any = msg.get("content")
         if role == "system":
             out.append({"role": "system", "content": content if isinstance(content, str) else
                         "".join(p.get("text", "") for p in content or ())})

@@ -23,6 +23,8 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .._message_list import Source
+from .._prompt import PromptMessage
+from ..chunks import Chunk
 from ..errors import ProcessorError
 from ..messages import Message, MessageList
 from ..tripwire import TripWire
@@ -133,8 +135,8 @@ class LLMRequestUpdate:
         ...     return LLMRequestUpdate(prompt=[*prompt, terse])
     """
 
-    prompt: list[dict[str, Any]] | None = None
-    response: Sequence[Any] | None = None
+    prompt: list[PromptMessage] | None = None
+    response: Sequence[Chunk] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -320,15 +322,16 @@ def llm_request_order(specs: Sequence[ProcessorSpec]) -> list[ProcessorSpec]:
 
 
 async def run_llm_request(runtime: RequestRuntime, specs: Sequence[ProcessorSpec],
-                          available: dict[str, Any], *, step: int) -> tuple[Any, list[Any] | None]:
+                          available: dict[str, Any], *, step: int
+                          ) -> tuple[list[PromptMessage], list[Chunk] | None]:
     """Run ``process_llm_request``: returns ``(prompt, response_chunks_or_None)``.
 
     ``{"prompt": p}`` replaces the prompt for the next processor and for this call only (never
     stored); ``{"response": chunks}`` short-circuits the model — the first processor to return a
     response wins, later processors still run. The order is ``llm_request_order``'s.
     """
-    prompt = available["prompt"]
-    response: list[Any] | None = None
+    prompt: list[PromptMessage] = available["prompt"]
+    response: list[Chunk] | None = None
     for spec in llm_request_order(specs):
         args = dict(available)
         args["prompt"] = prompt

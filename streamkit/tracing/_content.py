@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from .._prompt import PromptMessage
 from .._tool_records import StepToolCall
 
 __all__ = ["to_json", "input_messages", "output_messages"]
@@ -51,7 +52,7 @@ def _part(part: Any) -> dict[str, Any]:
     return {"type": str(kind), "mime_type": part.get("mimeType")}
 
 
-def input_messages(prompt: Sequence[dict[str, Any]]) -> str:
+def input_messages(prompt: Sequence[PromptMessage]) -> str:
     """The prompt as sent (core format) → ``gen_ai.input.messages``."""
     out = []
     for message in prompt:
