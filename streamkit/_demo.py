@@ -61,7 +61,7 @@ def lookup_customer(customer_id: str, writer: Any = None) -> dict[str, Any]:
     return dict(record)
 
 
-def _redact(value: Any) -> Any:
+def _redact(value: object) -> Any:
     if isinstance(value, str):
         return PHONE.sub("[phone]", EMAIL.sub("[email]", value))
     if isinstance(value, dict):
@@ -135,7 +135,7 @@ def build_agent(model: Any = None) -> Agent:
 CUSTOMER_ID = re.compile(r"\bC-\d+\b")
 
 
-def _text_of(content: Any) -> str:
+def _text_of(content: object) -> str:
     """The text of a provider-shaped message's content (a string or a list of parts)."""
     if isinstance(content, str):
         return content
@@ -209,7 +209,7 @@ def _table(rows: list[list[str]], headers: list[str]) -> str:
     return "\n".join([fmt.format(*headers), line, *(fmt.format(*map(str, r)) for r in rows)])
 
 
-async def run_demo(model: Any = None, *, question: str = QUESTION,
+async def run_demo(model: object = None, *, question: str = QUESTION,
                    out: TextIO = sys.stdout) -> Any:
     """Stream the demo agent's answer to ``out``, then print the processor table.
     Returns the ``AgentResult``; raises the error that ended the run, if one did (printed by

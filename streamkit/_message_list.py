@@ -200,7 +200,7 @@ class MessageList:
         ['user', 'assistant', 'tool', 'assistant']
     """
 
-    def __init__(self, messages: Any = None, source: Source = "input", *,
+    def __init__(self, messages: object = None, source: Source = "input", *,
                  thread_id: str | None = None, resource_id: str | None = None) -> None:
         """Create a list, optionally adding ``messages`` with ``source`` right away.
 
@@ -556,7 +556,7 @@ class MessageList:
 
     # -- hook results ------------------------------------------------------------------------
 
-    def apply_hook_result(self, result: Any, given: Sequence[Message], default_source: Source,
+    def apply_hook_result(self, result: object, given: Sequence[Message], default_source: Source,
                           *, processor_id: str | None = None, hook: str | None = None) -> None:
         """Apply what a message hook returned (Mastra's rules).
 

@@ -35,7 +35,7 @@ class _MappingView(msgspec.Struct, frozen=True):
             return getattr(self, key)
         raise KeyError(key)
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def get(self, key: str, default: object = None) -> Any:
         """``record[key]``, or ``default`` for a key the record does not have."""
         return getattr(self, key) if key in self.__struct_fields__ else default
 

@@ -172,11 +172,11 @@ class StepRecorder:
         return built
 
 
-def schema_of(structured: Any) -> dict[str, Any] | None:
+def schema_of(structured: object) -> dict[str, Any] | None:
     return None if structured is None else json_schema(structured)
 
 
-def parse_object(structured_output: Any, text: str) -> Any:
+def parse_object(structured_output: object, text: str) -> Any:
     """The structured-output object in the model's answer ``text`` (a JSON document, possibly
     in a Markdown fence), converted to ``structured_output`` when that is a type."""
     body = text.strip()

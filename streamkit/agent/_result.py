@@ -130,7 +130,7 @@ class AgentResult:
 
         return result_html(self)
 
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+    def _repr_pretty_(self, printer: object, cycle: bool) -> None:
         from ..display import result_text
 
         printer.text("AgentResult(...)" if cycle else result_text(self))

@@ -55,7 +55,7 @@ __all__ = ["StepEnd", "response_metadata", "model_messages", "message_snapshot",
 MODEL_VERSION = "v2"
 
 
-def response_metadata(model: Any, held: ResponseMetadata | None) -> dict[str, Any]:
+def response_metadata(model: object, held: ResponseMetadata | None) -> dict[str, Any]:
     """A step's ``metadata``: the provider's response id, time and model when it sent them (the
     held ``response-metadata`` chunk), else a fresh id, now, and the model object's id.
 
@@ -150,7 +150,7 @@ def message_snapshot(message_list: MessageList) -> dict[str, list[dict[str, Any]
     return {"all": every, "user": user, "nonUser": non_user}
 
 
-def _ui_part(part: Any, created: int, model: str) -> dict[str, Any] | None:
+def _ui_part(part: object, created: int, model: str) -> dict[str, Any] | None:
     """One stored part as an AI SDK v5 ``UIMessage`` part (``None``: not shown to a UI)."""
     stamp = {"mastra": {"createdAt": created}}
     if isinstance(part, TextPart):
@@ -218,7 +218,7 @@ def _step_content(response: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [part for message in tail for part in message["content"]]
 
 
-def _usage(usage: Usage, raw: Any) -> UsagePayload:
+def _usage(usage: Usage, raw: object) -> UsagePayload:
     return UsagePayload(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
                         total_tokens=usage.total_tokens,
                         raw=raw if raw is not UNSET and raw is not None else {
@@ -256,7 +256,7 @@ class StepEnd:
 
     def step_finish(self, *, reason: str, continued: bool, text: str,
                     tool_calls: list[StepToolCall], usage: Usage, message_id: str,
-                    metadata: dict[str, Any], raw_usage: Any, message_list: MessageList,
+                    metadata: dict[str, Any], raw_usage: object, message_list: MessageList,
                     retry_count: int, is_accepted: bool = True) -> StepFinishPayload:
         """The ``step-finish`` payload of a step; ``is_accepted=False`` for an attempt that is
         withdrawn (its record is not kept in ``output.steps``)."""
@@ -275,7 +275,7 @@ class StepEnd:
             metadata=metadata, output=_output(text, tool_calls, step_usage, list(self.steps)),
             messages=snapshot, processor_retry_count=retry_count)
 
-    def finish(self, *, reason: str, text: str, usage: Usage, message_id: str, model: Any,
+    def finish(self, *, reason: str, text: str, usage: Usage, message_id: str, model: object,
                message_list: MessageList, thread_id: str | None = None,
                resource_id: str | None = None) -> FinishPayload:
         """The ``finish`` payload: the run's usage, the last step's metadata and raw usage, and

@@ -30,7 +30,7 @@ _PROMPT_TYPES = frozenset(("tool-call", "tool-result", "tool-error", "tripwire",
 class DisplayHandle(Protocol):
     """What ``live`` needs from a display: ``IPython.display.DisplayHandle`` fits."""
 
-    def update(self, obj: Any) -> Any: ...
+    def update(self, obj: object) -> Any: ...
 
 
 @dataclass
@@ -50,7 +50,7 @@ class _Snapshot:
         self.html = html
         self.text = text
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         return {"text/plain": self.text, "text/html": self.html}
 
     def _repr_html_(self) -> str:
@@ -76,7 +76,7 @@ class LiveView:
     attempt: int = 0
     started: float = field(default_factory=time.perf_counter)
 
-    def feed(self, chunk: Any) -> list[str]:
+    def feed(self, chunk: object) -> list[str]:
         """Take one chunk; return the lines to print for it (the print fallback's output)."""
         self.chunks.append(chunk)
         self.times.append(time.perf_counter() - self.started)
@@ -299,7 +299,7 @@ async def live(stream: Any, *, handle: DisplayHandle | None = None, min_interval
     return result
 
 
-async def _close(stream: Any) -> None:
+async def _close(stream: object) -> None:
     """Close a stream we stopped reading because of an error (closes the model's stream too)."""
     closer = getattr(stream, "aclose", None)
     if closer is None:

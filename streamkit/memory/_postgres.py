@@ -160,7 +160,7 @@ def _driver() -> _Driver:
                    psycopg.conninfo.conninfo_to_dict)  # psycopg imports its conninfo
 
 
-def _nul_in(value: Any) -> str | None:
+def _nul_in(value: object) -> str | None:
     """The first str (key or value) holding a NUL in a JSON-able structure, or ``None``."""
     if isinstance(value, str):
         return value if "\x00" in value else None
@@ -458,7 +458,7 @@ class PostgresStore:
 
     # ------------------------------------------------------------------ the protocol
 
-    def _statement(self, name: str, *params: Any) -> Statement:
+    def _statement(self, name: str, *params: object) -> Statement:
         return Statement(self._q[name], params)
 
     async def create_thread(self, thread: Thread) -> Thread:

@@ -178,7 +178,7 @@ class SQLiteStore:
     # ------------------------------------------------------------------ the worker thread
 
     async def _call(self, what: str, thread_id: str | None,
-                    fn: Callable[..., _T], *args: Any) -> _T:
+                    fn: Callable[..., _T], *args: object) -> _T:
         with self._guard:
             if self._closed:
                 raise MemoryStoreError(f"memory store {self.path}: could not {what} "

@@ -18,7 +18,8 @@ from ._base import ModelRequest, resolve_model
 __all__ = ["complete"]
 
 
-async def complete(model: Any, prompt: str | Sequence[PromptMessage], *, system: str | None = None,
+async def complete(model: object, prompt: str | Sequence[PromptMessage], *,
+                   system: str | None = None,
                    model_settings: dict[str, Any] | None = None,
                    structured_output: dict[str, Any] | None = None) -> str:
     """Ask ``model`` once and return its text.

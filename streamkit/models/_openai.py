@@ -191,7 +191,7 @@ def to_openai_messages(prompt: Sequence[PromptMessage]) -> list[dict[str, Any]]:
     return out
 
 
-def _tool_choice(choice: Any) -> Any:
+def _tool_choice(choice: object) -> Any:
     if choice in ("auto", "none", "required"):
         return choice
     if isinstance(choice, dict) and choice.get("type") == "tool" and choice.get("toolName"):
@@ -326,7 +326,7 @@ def _usage(raw: _Usage | None) -> UsagePayload:
     return usage
 
 
-def _status_of(error: Any) -> int | None:
+def _status_of(error: object) -> int | None:
     code: Any = error.get("code") if isinstance(error, dict) else None
     if isinstance(code, bool) or not isinstance(code, (int, str)) or len(str(code)) > 3:
         return None

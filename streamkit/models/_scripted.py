@@ -83,7 +83,7 @@ def reasoning(content: str) -> _Reasoning:
     return _Reasoning(content)
 
 
-def tool_call(name: str, args: Any = None, id: str | None = None) -> _ToolCall:
+def tool_call(name: str, args: object = None, id: str | None = None) -> _ToolCall:
     """A step part that calls tool ``name`` with ``args`` (a dict; streamed as JSON deltas)."""
     return _ToolCall(name, {} if args is None else args, id)
 

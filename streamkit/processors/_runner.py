@@ -231,7 +231,7 @@ async def run_message_hook(runtime: RequestRuntime, specs: Sequence[ProcessorSpe
         _apply(spec, hook, message_list, result, given, default_source)
 
 
-def _apply(spec: ProcessorSpec, hook: str, message_list: MessageList, result: Any,
+def _apply(spec: ProcessorSpec, hook: str, message_list: MessageList, result: object,
            given: list[Any], default_source: Source) -> None:
     if isinstance(result, MessagesUpdate):
         result = result.as_dict()

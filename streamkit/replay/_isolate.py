@@ -104,7 +104,7 @@ class _RowSender:
 
 
 def _child(conn: Connection, payload: tuple[str, Any], deadline: float | None, parent: int,
-           progress: Any) -> None:
+           progress: object) -> None:
     """A worker process: build the pipeline once, then replay each batch it is sent, sending
     ``("rows", [row, ...])`` as streams end. ``progress`` (shared memory: stream index within
     the batch, its monotonic start) says which stream runs, so its owner knows whom a death or

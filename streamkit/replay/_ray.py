@@ -149,7 +149,7 @@ class ReplayActor:
         self.worker.close()
 
 
-def _partial(batch: Any) -> Any:
+def _partial(batch: object) -> Any:
     """One block of rows → one row holding their sums (a pickled ``ReplayReport``)."""
     report = ReplayReport()
     for row in rows_of(batch):
