@@ -319,7 +319,7 @@ class _ChunkMeta(StructMeta):
                 f"valid: {payload_part}chunk fields {', '.join(cls.__struct_fields__)}")
 
 
-def _constructor_errors(cls: Any, args: tuple[Any, ...], unknown: dict[str, Any],
+def _constructor_errors(cls: Any, args: tuple[object, ...], unknown: dict[str, Any],
                         given: dict[str, Any]) -> NoReturn:
     """Raise what a generated chunk constructor was called wrongly with (``InvalidType``)."""
     if args:

@@ -426,9 +426,9 @@ class Message(msgspec.Struct, rename="camel", kw_only=True, repr_omit_defaults=T
             self.created_at = self.created_at.astimezone(_UTC)
 
     @classmethod
-    def _build(cls, role: Role, content: str | Part | Sequence[Part | str | Mapping[str, Any]],
+    def _build(cls, role: Role, content: str | Part | Sequence[Part | str | Mapping[str, object]],
                *, id: str | None, created_at: datetime | None, thread_id: str | None,
-               resource_id: str | None, metadata: dict[str, Any] | None) -> Message:
+               resource_id: str | None, metadata: dict[str, object] | None) -> Message:
         if isinstance(content, str):
             body = MessageContent(parts=[TextPart(content)], content=content)
         elif isinstance(content, (list, tuple)):

@@ -333,7 +333,8 @@ class ToolCallSuspended(ChunkBase, kw_only=True, frozen=True):
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
         @overload
         def __init__(self, *, tool_call_id: str, tool_name: str, suspend_payload: object = ...,
-                     args: object = ..., resume_schema: object = ..., extra: dict[str, Any] = ...,
+                     args: object = ..., resume_schema: object = ...,
+                     extra: dict[str, Any] = ...,
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
         def __init__(self, **kwargs: object) -> None: ...
 

@@ -53,7 +53,7 @@ import logging
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Generic, get_type_hints, overload
 
 import msgspec
@@ -324,13 +324,13 @@ Convert = Callable[[Any], Any]
 """Turns one JSON argument into the parameter's type; raises ``ValueError`` when it cannot."""
 
 
-def _validator(name: str, params: list[tuple[str, Convert, Any]],
+def _validator(name: str, params: list[tuple[str, Convert, object]],
                rest: Convert | None = None) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """Validate declared arguments; undeclared ones go to ``**kwargs`` (typed ``rest``) when the
     function has it, else they are dropped. Injected names are never taken from the model."""
     known = {p[0] for p in params}
 
-    def validate(args: dict[str, Any]) -> dict[str, Any]:
+    def validate(args: Mapping[str, object]) -> dict[str, Any]:
         unknown = set(args) - known
         out: dict[str, Any] = {}
         if unknown and rest is not None:
@@ -380,7 +380,7 @@ def _pydantic_adapter(tool_name: str, pname: str, hint: object, reason: Exceptio
                     f"models (or containers of them)", tool_name=tool_name) from reason
 
 
-def _parameter_schemas(tool_name: str, params: list[tuple[str, Any, Any]]
+def _parameter_schemas(tool_name: str, params: list[tuple[str, object, object]]
                        ) -> tuple[list[dict[str, Any]], list[Convert], dict[str, Any]]:
     """Each parameter's JSON schema and converter, and the shared ``$defs``."""
     native: list[int] = []

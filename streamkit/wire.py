@@ -264,7 +264,7 @@ def _too_deep(kind: str, exc: RecursionError) -> ChunkDecodeError:
                             f"may nest at most a few hundred levels", position=None)
 
 
-def _encode_with_extra_keys(chunk: Chunk, encode: Callable[[Any], bytes],
+def _encode_with_extra_keys(chunk: Chunk, encode: Callable[[object], bytes],
                             native: tuple[type, ...]) -> bytes:
     """``encode`` of a chunk with ``extra`` keys: its builtins form, the keys merged back in."""
     try:

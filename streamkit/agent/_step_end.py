@@ -296,7 +296,7 @@ class StepEnd:
 
 
 def _output(text: str, tool_calls: list[StepToolCall], usage: UsagePayload,
-            steps: list[dict[str, Any]]) -> StepOutputPayload:
+            steps: list[dict[str, object]]) -> StepOutputPayload:
     return StepOutputPayload(
         text=text, usage=usage, steps=steps,
         tool_calls=[{"toolCallId": c.tool_call_id, "toolName": c.tool_name,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO
 
@@ -124,7 +125,7 @@ class LiveView:
             self.finish_reason = fmt_value(attr(step, "reason")) if step is not None else None
         return []
 
-    def _withdraw(self, data: dict[str, Any]) -> list[str]:
+    def _withdraw(self, data: Mapping[str, object]) -> list[str]:
         """A retried step: strike out what this attempt showed and say why."""
         withdrawn = ""
         for item in self.items:

@@ -601,7 +601,7 @@ class PostgresStore:
         messages = self._messages(thread_id, [r[6:] for r in reversed(rows)])
         return thread, messages
 
-    def _messages(self, thread_id: str, rows: Sequence[Sequence[Any]]) -> list[Message]:
+    def _messages(self, thread_id: str, rows: Sequence[Sequence[object]]) -> list[Message]:
         try:
             return [message_of(row) for row in rows]
         except (MessageError, msgspec.DecodeError, msgspec.ValidationError) as exc:

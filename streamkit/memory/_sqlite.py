@@ -193,7 +193,7 @@ class SQLiteStore:
         return await future
 
     def _run(self, what: str, thread_id: str | None, fn: Callable[..., _T],
-             args: tuple[Any, ...]) -> _T:
+             args: tuple[object, ...]) -> _T:
         """Run ``fn(connection, *args)`` on the worker; the one place sqlite3 errors are mapped."""
         try:
             conn = self._conn

@@ -465,7 +465,7 @@ class _MessagesTranslator:
             self.metadata = None
         return out  # ping, and event types added to the API later, are ignored
 
-    def _start(self, index: int | None, block: _ContentBlock, out: list[Any]) -> None:
+    def _start(self, index: int | None, block: _ContentBlock, out: list[object]) -> None:
         run_id, kind = self.run_id, block.type
         if index is None:
             if kind in ("text", "thinking", "tool_use"):
@@ -506,7 +506,7 @@ class _MessagesTranslator:
                                          from_=_AGENT))
         # server tool blocks (web search...) are provider-executed and not modelled: skipped
 
-    def _delta(self, block: _Block, delta: _Delta, out: list[Any]) -> None:
+    def _delta(self, block: _Block, delta: _Delta, out: list[object]) -> None:
         run_id, kind = self.run_id, delta.type
         if kind == "text_delta" or (kind == "input_json_delta" and block.kind == "text"):
             text = delta.text if kind == "text_delta" else delta.partial_json
@@ -525,7 +525,7 @@ class _MessagesTranslator:
         elif kind == "signature_delta":
             block.signature = (block.signature or "") + (delta.signature or "")
 
-    def _stop(self, block: _Block, out: list[Any]) -> None:
+    def _stop(self, block: _Block, out: list[object]) -> None:
         run_id = self.run_id
         if block.kind == "text":
             out.append(TextEnd(id=block.id, type="text-end", run_id=run_id, from_=_AGENT))
@@ -624,7 +624,7 @@ class AnthropicModel(HTTPModel):
             self.base_url = self.base_url[:-3]
         self.anthropic_version = anthropic_version
 
-    def _request_headers(self, settings: Mapping[str, Any]) -> dict[str, str]:
+    def _request_headers(self, settings: Mapping[str, object]) -> dict[str, str]:
         key = self.api_key if self.api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
         if not key and self.base_url == ANTHROPIC_BASE_URL:
             raise StreamkitError(
@@ -655,7 +655,8 @@ class AnthropicModel(HTTPModel):
                         lambda deadline: self._step(url, body, headers, run_id, is_structured,
                                                     deadline))
 
-    async def _step(self, url: str, body: dict[str, Any], headers: dict[str, str], run_id: str,
+    async def _step(self, url: str, body: Mapping[str, object], headers: dict[str, str],
+                    run_id: str,
                     is_structured: bool, deadline: Deadline | None
                     ) -> AsyncGenerator[ModelChunk, None]:
         state = _MessagesTranslator(run_id, url, is_structured=is_structured)

@@ -444,7 +444,7 @@ class _ChatTranslator:
             fields["timestamp"] = datetime.fromtimestamp(created, UTC)
         return ResponseMetadata(run_id=self.run_id, from_=_AGENT, **fields)
 
-    def _delta(self, delta: _Delta, out: list[Any]) -> None:
+    def _delta(self, delta: _Delta, out: list[object]) -> None:
         run_id = self.run_id
         reasoning = delta.reasoning_content or delta.reasoning
         if reasoning:
@@ -468,12 +468,12 @@ class _ChatTranslator:
             self._end_reasoning(out)
             self._tool_delta(call, out)
 
-    def _end_reasoning(self, out: list[Any]) -> None:
+    def _end_reasoning(self, out: list[object]) -> None:
         if self.reasoning_id is not None:
             out.append(ReasoningEnd(id=self.reasoning_id, run_id=self.run_id, from_=_AGENT))
             self.reasoning_id = None
 
-    def _tool_delta(self, call: _CallDelta, out: list[Any]) -> None:
+    def _tool_delta(self, call: _CallDelta, out: list[object]) -> None:
         function = call.function or _NO_FUNCTION
         index = call.index
         if index is None:
@@ -599,7 +599,7 @@ class OpenAIChatModel(HTTPModel):
         self._session.key_env = "OPENAI_API_KEY"
         self.is_streaming = stream
 
-    def _request_headers(self, settings: Mapping[str, Any]) -> dict[str, str]:
+    def _request_headers(self, settings: Mapping[str, object]) -> dict[str, str]:
         key = self.api_key if self.api_key is not None else os.environ.get("OPENAI_API_KEY")
         if not key and self.base_url == OPENAI_BASE_URL:
             raise StreamkitError(
@@ -637,7 +637,7 @@ class OpenAIChatModel(HTTPModel):
         return retrying(policy, lambda deadline: self._json_step(url, body, headers, run_id,
                                                                  deadline))
 
-    async def _stream_step(self, url: str, body: dict[str, Any], headers: dict[str, str],
+    async def _stream_step(self, url: str, body: Mapping[str, object], headers: dict[str, str],
                            run_id: str, deadline: Deadline | None
                            ) -> AsyncGenerator[ModelChunk, None]:
         provider = self._session.provider
@@ -661,7 +661,7 @@ class OpenAIChatModel(HTTPModel):
         for chunk in state.finish():
             yield chunk
 
-    async def _json_step(self, url: str, body: dict[str, Any], headers: dict[str, str],
+    async def _json_step(self, url: str, body: Mapping[str, object], headers: dict[str, str],
                          run_id: str, deadline: Deadline | None
                          ) -> AsyncGenerator[ModelChunk, None]:
         data = await self._session.post(url, body, headers, deadline=deadline,

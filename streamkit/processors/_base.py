@@ -206,18 +206,19 @@ class Pipeline(Processor):
         chain.retry_count = retry_count
         return chain
 
-    def _push(self, part: Any, state: dict[Any, Any], writer: Writer | None = None,
+    def _push(self, part: Any, state: dict[object, object], writer: Writer | None = None,
               message_list: Any = None, request_context: Any = None, retry_count: int = 0
               ) -> Any:
         return self._chain(state, writer, message_list, request_context, retry_count).push(part)
 
-    async def _push_async(self, part: Any, state: dict[Any, Any], writer: Writer | None = None,
+    async def _push_async(self, part: Any, state: dict[object, object],
+                          writer: Writer | None = None,
                           message_list: Any = None, request_context: Any = None,
                           retry_count: int = 0) -> Any:
         return await self._chain(state, writer, message_list, request_context,
                                  retry_count).push(part)
 
-    async def _flush(self, state: dict[Any, Any], writer: Writer | None = None,
+    async def _flush(self, state: dict[object, object], writer: Writer | None = None,
                      message_list: object = None, request_context: object = None,
                      retry_count: int = 0) -> list[Any]:
         chain = self._chain(state, writer, message_list, request_context, retry_count)

@@ -366,7 +366,7 @@ async def run_llm_request(runtime: RequestRuntime, specs: Sequence[ProcessorSpec
 
 
 async def run_llm_response(runtime: RequestRuntime, specs: Sequence[ProcessorSpec],
-                           available: dict[str, Any], *, step: int) -> None:
+                           available: Mapping[str, object], *, step: int) -> None:
     """Run ``process_llm_response`` (return values are ignored)."""
     for spec in specs:
         if "process_llm_response" in spec.hooks:
@@ -374,7 +374,7 @@ async def run_llm_response(runtime: RequestRuntime, specs: Sequence[ProcessorSpe
 
 
 async def run_api_error(runtime: RequestRuntime, specs: Sequence[ProcessorSpec],
-                        message_list: MessageList, available: dict[str, Any], *, step: int
+                        message_list: MessageList, available: Mapping[str, object], *, step: int
                         ) -> str | None:
     """Run ``process_api_error`` in order until one returns ``{"retry": True}`` (it wins; later
     ones are not called). Returns the id of the processor that asked for the retry (it names

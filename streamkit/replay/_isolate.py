@@ -103,7 +103,7 @@ class _RowSender:
         self.flushed = time.monotonic()
 
 
-def _child(conn: Connection, payload: tuple[str, Any], deadline: float | None, parent: int,
+def _child(conn: Connection, payload: tuple[str, object], deadline: float | None, parent: int,
            progress: object) -> None:
     """A worker process: build the pipeline once, then replay each batch it is sent, sending
     ``("rows", [row, ...])`` as streams end. ``progress`` (shared memory: stream index within

@@ -280,10 +280,10 @@ def ray_replay(ray: Any, sources: list[Any], payload: tuple[str, Any],
                   on_stream=on_stream, cpus=cpus, exceptions=ray.exceptions)
 
 
-def _run_plan(data: Any, sources: list[Any], payload: tuple[str, Any],
+def _run_plan(data: Any, sources: list[object], payload: tuple[str, object],
               processor_ids: list[str], report: ReplayReport, *, batch_size: int,
               deadline: float | None, output: str | None, output_format: str,
-              on_stream: Callable[[dict[str, Any]], Any] | None, cpus: int,
+              on_stream: Callable[[dict[str, object]], object] | None, cpus: int,
               exceptions: Any) -> None:
     pa = _arrow()
     retries = {"max_retries": RAY_RETRIES}

@@ -26,7 +26,7 @@ import importlib
 import inspect
 import pickle
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from streamkit.errors import ChunkDecodeError, InvalidArgument, InvalidType, StreamkitError
@@ -125,7 +125,7 @@ def _counts(seen_in: list[Any], seen_out: list[Any]) -> dict[str, int]:
             "rewritten": rewritten, "added": new - rewritten}
 
 
-def _redactions(state: dict[str, Any]) -> int:
+def _redactions(state: Mapping[str, object]) -> int:
     found = 0
     for key in ("detections", "redactions"):
         value = state.get(key)
