@@ -147,7 +147,7 @@ def split_extra_keys(cls: type, obj: object) -> tuple[Any, _Found]:
     return _split(cls, obj, (), found), found
 
 
-def _split(cls: type, obj: object, path: tuple[str, ...], found: _Found) -> Any:
+def _split(cls: type, obj: object, path: tuple[str, ...], found: _Found) -> object:
     if type(obj) is not dict:
         return obj
     layout = _layout(cls)

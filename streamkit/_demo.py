@@ -61,7 +61,7 @@ def lookup_customer(customer_id: str, writer: Any = None) -> dict[str, Any]:
     return dict(record)
 
 
-def _redact(value: object) -> Any:
+def _redact(value: object) -> object:
     if isinstance(value, str):
         return PHONE.sub("[phone]", EMAIL.sub("[email]", value))
     if isinstance(value, dict):
@@ -145,7 +145,7 @@ def _text_of(content: object) -> str:
     return ""
 
 
-def _answer(prompt: list[PromptMessage]) -> Any:
+def _answer(prompt: list[PromptMessage]) -> object:
     """The demo model's step for ``prompt``: see ``demo_model``."""
     turns = [m for m in prompt if m.get("role") != "system"]
     last = turns[-1] if turns else {"role": "user", "content": ""}

@@ -24,13 +24,11 @@ import msgspec
 
 __all__ = ["StepToolCall", "StepToolResult", "ToolOutcome"]
 
-_MISSING: Any = object()
-
 
 class _MappingView(msgspec.Struct, frozen=True):
     """The read-only dict view of a record (keys: its field names)."""
 
-    def _read(self, key: str) -> Any:
+    def _read(self, key: str) -> object:
         if key in self.__struct_fields__:
             return getattr(self, key)
         raise KeyError(key)

@@ -150,7 +150,7 @@ def message_snapshot(message_list: MessageList) -> dict[str, list[dict[str, Any]
     return {"all": every, "user": user, "nonUser": non_user}
 
 
-def _ui_part(part: object, created: int, model: str) -> dict[str, Any] | None:
+def _ui_part(part: object, created: int, model: str) -> dict[str, object] | None:
     """One stored part as an AI SDK v5 ``UIMessage`` part (``None``: not shown to a UI)."""
     stamp = {"mastra": {"createdAt": created}}
     if isinstance(part, TextPart):
@@ -227,7 +227,7 @@ def _usage(usage: Usage, raw: object) -> UsagePayload:
                             "totalTokens": usage.total_tokens})
 
 
-def _usage_dict(usage: UsagePayload) -> dict[str, Any]:
+def _usage_dict(usage: UsagePayload) -> dict[str, object]:
     return {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens,
             "totalTokens": usage.total_tokens, "raw": usage.raw}
 

@@ -96,7 +96,7 @@ def attr(obj: object, name: str) -> Any:
     return None if value is None or is_unset(value) else value
 
 
-def _jsonable(value: object) -> Any:
+def _jsonable(value: object) -> object:
     try:
         return msgspec.to_builtins(value)
     except Exception:  # noqa: BLE001 - anything msgspec cannot convert is shown by repr

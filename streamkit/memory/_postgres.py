@@ -421,7 +421,7 @@ class PostgresStore:
         except OSError as exc:  # TimeoutError included
             raise self._failure(what, thread_id, exc, call, writes) from exc
 
-    async def _call(self, call: Call, statements: Sequence[Statement]) -> list[list[Any]]:
+    async def _call(self, call: Call, statements: Sequence[Statement]) -> list[list[object]]:
         return await transact_pipelined(await self._get_pool(call), call, statements,
                                         self._sizes[1], self._db.Error)
 

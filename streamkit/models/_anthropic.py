@@ -140,7 +140,7 @@ def _malformed(data: str, exc: Exception, url: str) -> APICallError:
                         is_retryable=False)
 
 
-def _tool_input(args: object) -> dict[str, Any]:
+def _tool_input(args: object) -> dict[str, object]:
     # tool_use.input must be an object; raw (malformed) argument text is kept under "input".
     if isinstance(args, dict):
         return args
@@ -259,7 +259,7 @@ def to_anthropic_messages(prompt: Sequence[PromptMessage]
     return system, messages
 
 
-def _tool_choice(choice: object) -> dict[str, Any]:
+def _tool_choice(choice: object) -> dict[str, object]:
     if choice == "auto":
         return {"type": "auto"}
     if choice == "required":

@@ -191,7 +191,7 @@ def to_openai_messages(prompt: Sequence[PromptMessage]) -> list[dict[str, Any]]:
     return out
 
 
-def _tool_choice(choice: object) -> Any:
+def _tool_choice(choice: object) -> object:
     if choice in ("auto", "none", "required"):
         return choice
     if isinstance(choice, dict) and choice.get("type") == "tool" and choice.get("toolName"):
@@ -409,7 +409,7 @@ class _ChatTranslator:
                                  status_code=_status_of(error if isinstance(error, dict)
                                                         else obj))
 
-    def _frame(self, frame: _Frame) -> list[Any]:
+    def _frame(self, frame: _Frame) -> list[object]:
         out: list[Any] = []
         if not self.has_metadata:
             self.has_metadata = True
@@ -430,7 +430,7 @@ class _ChatTranslator:
             self.metadata = None
         return out
 
-    def _metadata(self, frame: _Frame) -> Any:
+    def _metadata(self, frame: _Frame) -> object:
         fields: dict[str, Any] = {}
         if isinstance(frame.id, str):
             fields["id"] = frame.id
@@ -504,7 +504,7 @@ class _ChatTranslator:
             if pending.is_started:
                 out.append(self._args_delta(pending, args))
 
-    def _args_delta(self, pending: _PendingCall, text: str) -> Any:
+    def _args_delta(self, pending: _PendingCall, text: str) -> object:
         return ToolCallDelta(tool_call_id=pending.id, tool_name=pending.name,
                              args_text_delta=text, run_id=self.run_id, from_=_AGENT)
 

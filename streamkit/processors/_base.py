@@ -220,7 +220,7 @@ class Pipeline(Processor):
 
     async def _flush(self, state: dict[object, object], writer: Writer | None = None,
                      message_list: object = None, request_context: object = None,
-                     retry_count: int = 0) -> list[Any]:
+                     retry_count: int = 0) -> list[object]:
         chain = self._chain(state, writer, message_list, request_context, retry_count)
         return await chain.flush()
 

@@ -90,7 +90,7 @@ def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
 
-def _source(text: str, args: argparse.Namespace) -> Any:
+def _source(text: str, args: argparse.Namespace) -> object:
     if text.startswith("sqlite:"):
         store: Any = SQLiteStore(text.removeprefix("sqlite:"))
     elif text.startswith(("postgresql://", "postgres://")):

@@ -192,7 +192,7 @@ NOT_SHIPPED = ("node_modules/", ".venv/", "venv/", ".git/", "__pycache__/", "*.p
                ".hypothesis/", ".mypy_cache/", ".pytest_cache/", ".ruff_cache/")
 
 
-def _runtime_env(modules: list[str]) -> dict[str, Any] | None:
+def _runtime_env(modules: list[str]) -> dict[str, object] | None:
     """The replay actors' ``runtime_env``: ``modules`` uploaded to the cluster (a task-level
     runtime_env takes URIs only; Ray's own upload, the one ``ray.init(runtime_env=)`` runs,
     turns the local paths into ``gcs://`` URIs)."""
@@ -214,7 +214,7 @@ def _runtime_env(modules: list[str]) -> dict[str, Any] | None:
     return env
 
 
-def _files(source: str | Path) -> tuple[Any, list[str], str, str, list[RecordedStream]]:
+def _files(source: str | Path) -> tuple[object, list[str], str, str, list[RecordedStream]]:
     """``(filesystem, paths, root, shown, failed)`` of a path or URI source."""
     import pyarrow.fs as pafs  # noqa: PLC0415 - pyarrow comes with the ray extra
 

@@ -56,7 +56,7 @@ class _Probe:
         self.seen: list[Any] = []
         seen = self.seen
 
-        def hook(part: object) -> Any:
+        def hook(part: object) -> object:
             seen.append(part)
             return part
 
