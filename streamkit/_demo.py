@@ -202,8 +202,9 @@ def build_serve_agent(memory: Memory | None = None) -> Agent:
         max_steps=4, memory=memory)
 
 
-def _table(rows: list[list[str]], headers: list[str]) -> str:
-    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+def _table(rows: list[list[str | int]], headers: list[str]) -> str:
+    cells: list[list[str]] = [headers, *([str(c) for c in r] for r in rows)]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     line = "  ".join("-" * w for w in widths)
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     return "\n".join([fmt.format(*headers), line, *(fmt.format(*map(str, r)) for r in rows)])

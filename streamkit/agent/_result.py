@@ -18,6 +18,8 @@ from .._tool_records import StepToolCall, StepToolResult
 from ..chunks import Chunk, TextDelta
 
 if TYPE_CHECKING:
+    from ..messages import Message
+    from ..processors._runtime import TraceRecord
     from ._run import Run
 
 __all__ = ["Usage", "StepResult", "TripwireInfo", "AgentResult", "AgentStream"]
@@ -106,10 +108,10 @@ class AgentResult:
     finish_reason: str
     steps: list[StepResult]
     tripwire: TripwireInfo | None
-    messages: list[Any]
+    messages: list[Message]
     object: Any
     run_id: str
-    trace: list[Any]
+    trace: list[TraceRecord]
     error: BaseException | None = None
     states: dict[str, dict[str, Any]] = field(default_factory=dict)
 
