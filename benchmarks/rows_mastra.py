@@ -34,6 +34,7 @@ from streamkit import Agent, Processor, ops
 from streamkit.chunks import (
     Finish,
     FinishPayload,
+    ModelChunk,
     ResponseMetadata,
     Stamper,
     StepFinish,
@@ -70,7 +71,7 @@ def word_at(i: int) -> str:
     return VOCAB[i % len(VOCAB)] + " "
 
 
-async def _mock_stream(n: int, run_id: str) -> AsyncIterator[Any]:
+async def _mock_stream(n: int, run_id: str) -> AsyncIterator[ModelChunk]:
     yield ResponseMetadata(id="resp-mock", model_id="mock-stream", timestamp=0, run_id=run_id,
                            from_="AGENT")
     yield TextStart(id="txt-0", run_id=run_id, from_="AGENT")
@@ -95,7 +96,7 @@ class MockModel:
     def __init__(self, n: int) -> None:
         self.n = n
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         return _mock_stream(self.n, request.run_id)
 
 

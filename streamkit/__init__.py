@@ -19,6 +19,7 @@ Quick start::
 """
 
 from . import chunks, errors, messages, ops, tokens, wire
+from ._tool_records import StepToolCall, StepToolResult, ToolOutcome
 from .agent import Agent, AgentResult, AgentStream, Override, StepResult, TripwireInfo, Usage
 from .chunks import Chunk, DataChunk
 from .errors import (
@@ -62,7 +63,7 @@ __all__ = [
     "Violation", "TraceRecord", "Writer", "Abort",
     # agent
     "Agent", "AgentResult", "AgentStream", "StepResult", "TripwireInfo", "Usage", "Override",
-    "Graph",
+    "Graph", "StepToolCall", "StepToolResult", "ToolOutcome",
     # tools, memory
     "tool", "Tool", "Memory", "SQLiteStore",
     # data

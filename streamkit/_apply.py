@@ -32,7 +32,7 @@ __all__ = ["apply", "AppliedStream", "fused_source", "to_observable", "from_obse
 # --------------------------------------------------------------------------- standalone runs
 
 
-async def _aiter_source(source: Any) -> AsyncIterator[Any]:
+async def _aiter_source(source: object) -> AsyncIterator[Any]:
     if hasattr(source, "__aiter__"):
         iterator = source.__aiter__()
         try:
@@ -60,7 +60,7 @@ class AppliedStream:
     processor's state dict, ``trace`` the per-processor records, ``tripwire`` the TripWire that
     ended it (if any). ``aclose()`` closes the source as well."""
 
-    def __init__(self, source: Any, pipeline: Any, *, request_context: Any, run_id: str,
+    def __init__(self, source: object, pipeline: object, *, request_context: object, run_id: str,
                  timed: bool) -> None:
         if not (hasattr(source, "__aiter__") or isinstance(source, Iterable)
                 or (hasattr(source, "subscribe") and hasattr(source, "pipe"))):
@@ -114,7 +114,7 @@ class AppliedStream:
                              processor_id=tw.processor_id or UNSET,
                              run_id=self.runtime.run_id, from_="AGENT")
 
-    async def _on_close(self, src: Any) -> None:
+    async def _on_close(self, src: object) -> None:
         tw = self.tripwire
         self.chain.record(None, {tw.processor_id: ("tripwire", tw.reason)}
                           if tw is not None and tw.processor_id else None)
@@ -123,7 +123,7 @@ class AppliedStream:
             await closer()
 
 
-def apply(source: Any, pipeline: Any, *, request_context: Any = None, run_id: str = "",
+def apply(source: object, pipeline: object, *, request_context: object = None, run_id: str = "",
           timed: bool = False) -> AppliedStream:
     """Run ``pipeline`` (a processor, a ``Pipeline`` or a list) over any chunk source, no agent.
 
@@ -148,7 +148,7 @@ def apply(source: Any, pipeline: Any, *, request_context: Any = None, run_id: st
                          timed=timed)
 
 
-def fused_source(pipeline: Any, *, timed: bool = False) -> str:
+def fused_source(pipeline: object, *, timed: bool = False) -> str:
     """The Python source of the fused chain that runs ``pipeline``'s stream hooks.
 
     Every ``process_output_stream`` of a pipeline runs in one generated function per chunk
@@ -229,7 +229,7 @@ async def from_observable(observable: Any) -> AsyncIterator[Any]:
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[Any] = asyncio.Queue()
 
-    def put(item: Any) -> None:
+    def put(item: object) -> None:
         loop.call_soon_threadsafe(queue.put_nowait, item)
 
     class _Error:
@@ -250,7 +250,7 @@ async def from_observable(observable: Any) -> AsyncIterator[Any]:
         subscription.dispose()
 
 
-async def merge(*sources: Any) -> AsyncIterator[Any]:
+async def merge(*sources: object) -> AsyncIterator[Any]:
     """Interleave several chunk sources as their items arrive (aiostream ``merge``); each source
     may be an async iterable, an iterable or an Observable."""
     async with aiostream_stream.merge(*[_aiter_source(s) for s in sources]).stream() as streamer:

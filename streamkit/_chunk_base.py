@@ -96,7 +96,7 @@ class _Layout(NamedTuple):
 _LAYOUTS: dict[type, _Layout] = {}
 
 
-def _payload_types_in(tp: Any) -> list[type]:
+def _payload_types_in(tp: object) -> list[type]:
     """The payload classes a field annotation may hold directly (``X``, ``X | UnsetType``)."""
     if get_origin(tp) is Annotated:
         tp = get_args(tp)[0]
@@ -130,7 +130,7 @@ _Found = list[tuple[tuple[str, ...], dict[str, Any]]]
 """Unknown keys found in a value: ``(attribute path, {wire key: value})`` pairs."""
 
 
-def split_extra_keys(cls: type, obj: Any) -> tuple[Any, _Found]:
+def split_extra_keys(cls: type, obj: object) -> tuple[Any, _Found]:
     """Split unknown keys out of the builtins form of a ``cls`` value.
 
     Args:
@@ -147,7 +147,7 @@ def split_extra_keys(cls: type, obj: Any) -> tuple[Any, _Found]:
     return _split(cls, obj, (), found), found
 
 
-def _split(cls: type, obj: Any, path: tuple[str, ...], found: _Found) -> Any:
+def _split(cls: type, obj: object, path: tuple[str, ...], found: _Found) -> object:
     if type(obj) is not dict:
         return obj
     layout = _layout(cls)
@@ -276,7 +276,7 @@ class _ChunkMeta(StructMeta):
                                                         "__module__": mcls.__module__})
         return cls
 
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+    def __call__(cls, *args: object, **kwargs: object) -> Any:
         if "payload" in kwargs or args:
             try:
                 return _struct_call(cls, *args, **kwargs)
@@ -319,7 +319,7 @@ class _ChunkMeta(StructMeta):
                 f"valid: {payload_part}chunk fields {', '.join(cls.__struct_fields__)}")
 
 
-def _constructor_errors(cls: Any, args: tuple[Any, ...], unknown: dict[str, Any],
+def _constructor_errors(cls: Any, args: tuple[object, ...], unknown: dict[str, Any],
                         given: dict[str, Any]) -> NoReturn:
     """Raise what a generated chunk constructor was called wrongly with (``InvalidType``)."""
     if args:
@@ -360,7 +360,7 @@ class ChunkBase(msgspec.Struct, metaclass=_ChunkMeta, tag_field="type", kw_only=
     from_: str | UnsetType = field(default=UNSET, name="from")
     metadata: dict[str, Any] | UnsetType = UNSET
 
-    def replace(self, **changes: Any) -> Self:
+    def replace(self, **changes: object) -> Self:
         """A copy of this chunk with ``changes``: chunks are frozen, so return a new one.
 
         Takes what the constructor takes: envelope fields (``run_id``, ``from_``, ``metadata``,

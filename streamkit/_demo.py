@@ -34,11 +34,12 @@ import asyncio
 import os
 import re
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ._prompt import PromptMessage
 from .agent import Agent
-from .chunks import TextDelta, ToolCall, ToolResult, TripwireChunk
+from .chunks import ModelChunk, TextDelta, ToolCall, ToolResult, TripwireChunk
 from .errors import InvalidArgument, ToolError
 from .messages import ToolInvocationPart
 from .models import ModelRequest
@@ -131,7 +132,7 @@ def lookup_customer(customer_id: str, writer: Any = None) -> dict[str, Any]:
     return dict(record)
 
 
-def _redact(value: Any) -> Any:
+def _redact(value: object) -> object:
     if isinstance(value, str):
         return PHONE.sub("[phone]", EMAIL.sub("[email]", value))
     if isinstance(value, dict):
@@ -285,7 +286,7 @@ def make_track_order(pace: float) -> Tool:
     return track_order
 
 
-def _text_of(content: Any) -> str:
+def _text_of(content: object) -> str:
     """The text of a provider-shaped message's content (a string or a list of parts)."""
     if isinstance(content, str):
         return content
@@ -295,13 +296,13 @@ def _text_of(content: Any) -> str:
     return ""
 
 
-def _answer(prompt: list[dict[str, Any]]) -> Any:
+def _answer(prompt: list[PromptMessage]) -> object:
     """The demo model's step for ``prompt``: see ``demo_model``."""
     turns = [m for m in prompt if m.get("role") != "system"]
     last = turns[-1] if turns else {"role": "user", "content": ""}
     if last.get("role") == "tool":
         content = last.get("content")
-        outcome: dict[str, Any] = content[0] if isinstance(content, list) else {}
+        outcome: Mapping[str, Any] = content[0] if isinstance(content, list) else {}
         record = outcome.get("result")
         if outcome.get("toolName") == "track_order" and isinstance(record, dict):
             return text(f"Your parcel {record.get('order_id')} is {record.get('status')}; "
@@ -350,7 +351,7 @@ class _ServedModel(FunctionModel):
 
     pace = 0.0
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         self.calls += 1
         chunks = self._run(request)
         return _paced(chunks, self.pace) if self.pace else chunks
@@ -381,14 +382,15 @@ def build_serve_agent(memory: Memory | None = None, *, pace: float = 0.0) -> Age
         max_steps=4, max_processor_retries=2, memory=memory)
 
 
-def _table(rows: list[list[str]], headers: list[str]) -> str:
-    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+def _table(rows: list[list[str | int]], headers: list[str]) -> str:
+    cells: list[list[str]] = [headers, *([str(c) for c in r] for r in rows)]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     line = "  ".join("-" * w for w in widths)
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     return "\n".join([fmt.format(*headers), line, *(fmt.format(*map(str, r)) for r in rows)])
 
 
-async def run_demo(model: Any = None, *, question: str = QUESTION,
+async def run_demo(model: object = None, *, question: str = QUESTION,
                    out: TextIO = sys.stdout, pace: float = 0.0) -> Any:
     """Stream the demo agent's answer to ``out``, then print the processor table.
     Returns the ``AgentResult``; raises the error that ended the run, if one did (printed by

@@ -27,37 +27,46 @@ from streamkit._message_model import (
     format_timestamp,
     get_text,
 )
+from streamkit._prompt import (
+    AssistantContent,
+    ImageContent,
+    PromptMessage,
+    ReasoningContent,
+    RedactedReasoningContent,
+    ToolResultContent,
+    UserContent,
+)
 
 __all__ = ["to_core", "to_ui"]
 
 _OUTCOME_STATES = frozenset(("result", "output-error", "output-denied"))
 
 
-def _core_user(message: Message, role: str) -> list[dict[str, Any]]:
-    content: list[dict[str, Any]] = []
+def _core_user(message: Message) -> list[PromptMessage]:
+    content: list[UserContent] = []
     for part in message.content.parts:
         if isinstance(part, TextPart):
             content.append({"type": "text", "text": part.text})
         elif isinstance(part, FilePart):
             content.append({"type": "file", "data": part.data, "mimeType": part.mime_type})
         elif isinstance(part, ImagePart):
-            image: dict[str, Any] = {"type": "image", "image": part.image}
+            image: ImageContent = {"type": "image", "image": part.image}
             if part.mime_type is not UNSET:
                 image["mimeType"] = part.mime_type
             content.append(image)
     if all(c["type"] == "text" for c in content):
         text = get_text(message)
-        return [{"role": role, "content": text}] if text or content else []
-    return [{"role": role, "content": content}]
+        return [{"role": "user", "content": text}] if text or content else []
+    return [{"role": "user", "content": content}]
 
 
-def _core_reasoning(part: ReasoningPart) -> list[dict[str, Any]]:
+def _core_reasoning(part: ReasoningPart) -> list[ReasoningContent | RedactedReasoningContent]:
     if part.details is UNSET or not part.details:
         return [{"type": "reasoning", "text": part.reasoning}] if part.reasoning else []
-    result: list[dict[str, Any]] = []
+    result: list[ReasoningContent | RedactedReasoningContent] = []
     for detail in part.details:
         if isinstance(detail, ReasoningText):
-            item: dict[str, Any] = {"type": "reasoning", "text": detail.text}
+            item: ReasoningContent = {"type": "reasoning", "text": detail.text}
             if detail.signature is not UNSET:
                 item["signature"] = detail.signature
             result.append(item)
@@ -66,11 +75,12 @@ def _core_reasoning(part: ReasoningPart) -> list[dict[str, Any]]:
     return result
 
 
-def _core_result(invocation: ToolInvocation) -> dict[str, Any]:
-    item: dict[str, Any] = {"type": "tool-result", "toolCallId": invocation.tool_call_id,
-                            "toolName": invocation.tool_name}
+def _core_result(invocation: ToolInvocation) -> ToolResultContent:
+    item: ToolResultContent = {"type": "tool-result", "toolCallId": invocation.tool_call_id,
+                               "toolName": invocation.tool_name, "result": None}
     if invocation.state == "result":
-        item["result"] = None if invocation.result is UNSET else invocation.result
+        if invocation.result is not UNSET:
+            item["result"] = invocation.result
         if invocation.is_error is True:
             item["isError"] = True
         return item
@@ -85,15 +95,16 @@ def _core_result(invocation: ToolInvocation) -> dict[str, Any]:
     return item
 
 
-def _core_assistant(message: Message) -> list[dict[str, Any]]:
-    result: list[dict[str, Any]] = []
-    content: list[dict[str, Any]] = []
-    tool_results: list[dict[str, Any]] = []
+def _core_assistant(message: Message) -> list[PromptMessage]:
+    result: list[PromptMessage] = []
+    content: list[AssistantContent] = []
+    tool_results: list[ToolResultContent] = []
 
     def flush() -> None:
         if content:
             if all(c["type"] == "text" for c in content):
-                result.append({"role": "assistant", "content": "".join(c["text"] for c in content)})
+                result.append({"role": "assistant", "content": "".join(
+                    c["text"] for c in content if c["type"] == "text")})
             else:
                 result.append({"role": "assistant", "content": list(content)})
         if tool_results:
@@ -126,7 +137,7 @@ def _core_assistant(message: Message) -> list[dict[str, Any]]:
     return result
 
 
-def to_core(messages: Iterable[Message]) -> list[dict[str, Any]]:
+def to_core(messages: Iterable[Message]) -> list[PromptMessage]:
     """Messages in the provider ("core") format of ``docs/DESIGN.md``.
 
     * system → ``{"role": "system", "content": text}``; ``signal`` messages go as user turns.
@@ -145,14 +156,14 @@ def to_core(messages: Iterable[Message]) -> list[dict[str, Any]]:
         >>> [m["role"] for m in to_core([msg])]
         ['assistant', 'tool', 'assistant']
     """
-    result: list[dict[str, Any]] = []
+    result: list[PromptMessage] = []
     for message in messages:
         if message.role == "system":
             result.append({"role": "system", "content": get_text(message)})
         elif message.role == "assistant":
             result.extend(_core_assistant(message))
         else:
-            result.extend(_core_user(message, "user"))
+            result.extend(_core_user(message))
     return result
 
 

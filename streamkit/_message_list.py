@@ -30,6 +30,7 @@ from streamkit._message_model import (
     to_messages,
     to_part,
 )
+from streamkit._prompt import PromptMessage
 from streamkit.errors import MessageError, ProcessorError
 
 __all__ = ["MessageList", "MessageView", "MessageListCheckpoint", "SystemSnapshot", "Source"]
@@ -92,7 +93,7 @@ class MessageView:
         """UI dicts (see ``to_ui``): ``id``, ``role``, ``createdAt``, ``content``, ``parts``."""
         return to_ui(self.db())
 
-    def core(self) -> list[dict[str, Any]]:
+    def core(self) -> list[PromptMessage]:
         """The provider ("core") format (see ``to_core``); no system messages."""
         return to_core(self.db())
 
@@ -221,7 +222,7 @@ class MessageList:
         ['user', 'assistant', 'tool', 'assistant']
     """
 
-    def __init__(self, messages: Any = None, source: Source = "input", *,
+    def __init__(self, messages: object = None, source: Source = "input", *,
                  thread_id: str | None = None, resource_id: str | None = None) -> None:
         """Create a list, optionally adding ``messages`` with ``source`` right away.
 
@@ -562,7 +563,7 @@ class MessageList:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def prompt(self) -> list[dict[str, Any]]:
+    def prompt(self) -> list[PromptMessage]:
         """The provider ("core") prompt: untagged system, tagged system, then the conversation
         (memory, context, input and response messages in ``created_at`` order)."""
         return to_core(self.get_all_system_messages()) + to_core(self._conversation)
@@ -582,7 +583,7 @@ class MessageList:
 
     # -- hook results ------------------------------------------------------------------------
 
-    def apply_hook_result(self, result: Any, given: Sequence[Message], default_source: Source,
+    def apply_hook_result(self, result: object, given: Sequence[Message], default_source: Source,
                           *, processor_id: str | None = None, hook: str | None = None) -> None:
         """Apply what a message hook returned (Mastra's rules).
 

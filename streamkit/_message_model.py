@@ -204,21 +204,21 @@ class ToolInvocationPart(_PartBase, tag_field="type", tag="tool-invocation"):
         return self.tool_invocation.tool_name
 
     @classmethod
-    def call(cls, tool_call_id: str, tool_name: str, args: Any = None) -> ToolInvocationPart:
+    def call(cls, tool_call_id: str, tool_name: str, args: object = None) -> ToolInvocationPart:
         """A tool call waiting for its result (state ``call``)."""
         return cls(ToolInvocation(state="call", tool_call_id=tool_call_id, tool_name=tool_name,
                                   args={} if args is None else args))
 
     @classmethod
-    def returned(cls, tool_call_id: str, tool_name: str, result: Any,
-                 args: Any = None) -> ToolInvocationPart:
+    def returned(cls, tool_call_id: str, tool_name: str, result: object,
+                 args: object = None) -> ToolInvocationPart:
         """A tool call with its result (state ``result``)."""
         return cls(ToolInvocation(state="result", tool_call_id=tool_call_id, tool_name=tool_name,
                                   args={} if args is None else args, result=result))
 
     @classmethod
     def failed(cls, tool_call_id: str, tool_name: str, error_text: str,
-               args: Any = None) -> ToolInvocationPart:
+               args: object = None) -> ToolInvocationPart:
         """A tool call whose tool raised (state ``output-error``)."""
         return cls(ToolInvocation(state="output-error", tool_call_id=tool_call_id,
                                   tool_name=tool_name, args={} if args is None else args,
@@ -426,9 +426,9 @@ class Message(msgspec.Struct, rename="camel", kw_only=True, repr_omit_defaults=T
             self.created_at = self.created_at.astimezone(_UTC)
 
     @classmethod
-    def _build(cls, role: Role, content: str | Part | Sequence[Part | str | Mapping[str, Any]],
+    def _build(cls, role: Role, content: str | Part | Sequence[Part | str | Mapping[str, object]],
                *, id: str | None, created_at: datetime | None, thread_id: str | None,
-               resource_id: str | None, metadata: dict[str, Any] | None) -> Message:
+               resource_id: str | None, metadata: dict[str, object] | None) -> Message:
         if isinstance(content, str):
             body = MessageContent(parts=[TextPart(content)], content=content)
         elif isinstance(content, (list, tuple)):
@@ -603,7 +603,7 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
 # --------------------------------------------------------------------------------------------
 
 
-def _coerce_datetime(value: Any) -> datetime:
+def _coerce_datetime(value: object) -> datetime:
     if isinstance(value, datetime):
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -637,7 +637,7 @@ def _core_tool_result(item: Mapping[str, Any]) -> ToolInvocationPart:
     return ToolInvocationPart(invocation)
 
 
-def _core_part(item: Any) -> Part:
+def _core_part(item: object) -> Part:
     """One part of a provider-shaped ("core") content list → a stored part."""
     if isinstance(item, (str, *_PART_CLASSES)):
         return to_part(item)

@@ -208,7 +208,7 @@ class PartialJSON:
         self._mode = _FAILED
         return False
 
-    def _open(self, container: Any) -> None:
+    def _open(self, container: object) -> None:
         stack = self._stack
         if not stack:
             self._root = container
@@ -222,7 +222,7 @@ class PartialJSON:
             parent.append(container)
             stack.append((container, len(parent) - 1))
 
-    def _put(self, value: Any) -> None:
+    def _put(self, value: object) -> None:
         parent = self._stack[-1][0]
         if parent.__class__ is dict:
             parent[self._key] = value

@@ -136,7 +136,7 @@ from .errors import ChunkDecodeError, InvalidArgument, InvalidType
 
 __all__ = [
     # base classes and helpers
-    "ChunkBase", "PayloadBase", "Chunk", "CHUNK_TYPES", "coerce_chunk", "Stamper",
+    "ChunkBase", "PayloadBase", "Chunk", "ModelChunk", "CHUNK_TYPES", "coerce_chunk", "Stamper",
     # model output
     "ResponseMetadata", "TextStart", "TextDelta", "TextEnd", "ReasoningStart", "ReasoningDelta",
     "ReasoningEnd", "ReasoningSignature", "RedactedReasoning", "ReasoningFile", "Source", "File",
@@ -173,7 +173,7 @@ class Start(ChunkBase, kw_only=True, frozen=True):
         def __init__(self, *, id: str | UnsetType = ..., message_id: str | UnsetType = ...,
                      extra: dict[str, Any] = ...,
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
-        def __init__(self, **kwargs: Any) -> None: ...
+        def __init__(self, **kwargs: object) -> None: ...
 
 
 class StepStart(ChunkBase, kw_only=True, frozen=True):
@@ -187,11 +187,11 @@ class StepStart(ChunkBase, kw_only=True, frozen=True):
         def __init__(self, *, payload: StepStartPayload,
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
         @overload
-        def __init__(self, *, request: Any = ..., warnings: list[Any] | UnsetType = ...,
+        def __init__(self, *, request: object = ..., warnings: list[Any] | UnsetType = ...,
                      message_id: str | UnsetType = ..., started_at: int | float | UnsetType = ...,
-                     input_messages: Any = ..., extra: dict[str, Any] = ...,
+                     input_messages: object = ..., extra: dict[str, Any] = ...,
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
-        def __init__(self, **kwargs: Any) -> None: ...
+        def __init__(self, **kwargs: object) -> None: ...
 
 
 class StepFinish(ChunkBase, kw_only=True, frozen=True):
@@ -214,14 +214,15 @@ class StepFinish(ChunkBase, kw_only=True, frozen=True):
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
         @overload
         def __init__(self, *, step_result: StepResultPayload, output: StepOutputPayload,
-                     message_id: str | UnsetType = ..., metadata: Any = ..., messages: Any = ...,
+                     message_id: str | UnsetType = ..., metadata: object = ...,
+                     messages: object = ...,
                      processor_retry_count: int | UnsetType = ...,
-                     processor_retry_feedback: Any = ...,
+                     processor_retry_feedback: object = ...,
                      provider_metadata: dict[str, Any] | UnsetType = ...,
-                     total_usage: UsagePayload | UnsetType = ..., response: Any = ...,
+                     total_usage: UsagePayload | UnsetType = ..., response: object = ...,
                      id: str | UnsetType = ..., extra: dict[str, Any] = ...,
                      **envelope: Unpack[_RunKeywords]) -> None: ...
-        def __init__(self, **kwargs: Any) -> None: ...
+        def __init__(self, **kwargs: object) -> None: ...
 
 
 class Finish(ChunkBase, kw_only=True, frozen=True):
@@ -236,14 +237,15 @@ class Finish(ChunkBase, kw_only=True, frozen=True):
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
         @overload
         def __init__(self, *, step_result: StepResultPayload, output: StepOutputPayload,
-                     message_id: str | UnsetType = ..., metadata: Any = ..., messages: Any = ...,
+                     message_id: str | UnsetType = ..., metadata: object = ...,
+                     messages: object = ...,
                      processor_retry_count: int | UnsetType = ...,
-                     processor_retry_feedback: Any = ...,
+                     processor_retry_feedback: object = ...,
                      provider_metadata: dict[str, Any] | UnsetType = ...,
-                     total_usage: UsagePayload | UnsetType = ..., response: Any = ...,
+                     total_usage: UsagePayload | UnsetType = ..., response: object = ...,
                      id: str | UnsetType = ..., extra: dict[str, Any] = ...,
                      **envelope: Unpack[_RunKeywords]) -> None: ...
-        def __init__(self, **kwargs: Any) -> None: ...
+        def __init__(self, **kwargs: object) -> None: ...
 
 
 class ToolResult(ChunkBase, kw_only=True, frozen=True):
@@ -257,12 +259,12 @@ class ToolResult(ChunkBase, kw_only=True, frozen=True):
         def __init__(self, *, payload: ToolResultPayload,
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
         @overload
-        def __init__(self, *, tool_call_id: str, tool_name: str, result: Any = ...,
+        def __init__(self, *, tool_call_id: str, tool_name: str, result: object = ...,
                      is_error: bool | UnsetType = ..., provider_executed: bool | UnsetType = ...,
-                     provider_metadata: dict[str, Any] | UnsetType = ..., args: Any = ...,
+                     provider_metadata: dict[str, Any] | UnsetType = ..., args: object = ...,
                      dynamic: bool | UnsetType = ..., extra: dict[str, Any] = ...,
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
-        def __init__(self, **kwargs: Any) -> None: ...
+        def __init__(self, **kwargs: object) -> None: ...
 
 
 class ToolErrorChunk(ChunkBase, kw_only=True, frozen=True):
@@ -276,12 +278,13 @@ class ToolErrorChunk(ChunkBase, kw_only=True, frozen=True):
         def __init__(self, *, payload: ToolErrorPayload,
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
         @overload
-        def __init__(self, *, tool_call_id: str, tool_name: str, error: Any = ..., args: Any = ...,
+        def __init__(self, *, tool_call_id: str, tool_name: str, error: object = ...,
+                     args: object = ...,
                      id: str | UnsetType = ..., provider_executed: bool | UnsetType = ...,
                      provider_metadata: dict[str, Any] | UnsetType = ...,
                      extra: dict[str, Any] = ...,
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
-        def __init__(self, **kwargs: Any) -> None: ...
+        def __init__(self, **kwargs: object) -> None: ...
 
 
 class ToolOutputDenied(ChunkBase, kw_only=True, frozen=True):
@@ -295,10 +298,10 @@ class ToolOutputDenied(ChunkBase, kw_only=True, frozen=True):
         def __init__(self, *, payload: ToolOutputDeniedPayload,
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
         @overload
-        def __init__(self, *, tool_call_id: str, tool_name: str, args: Any = ...,
-                     approval: Any = ..., extra: dict[str, Any] = ...,
+        def __init__(self, *, tool_call_id: str, tool_name: str, args: object = ...,
+                     approval: object = ..., extra: dict[str, Any] = ...,
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
-        def __init__(self, **kwargs: Any) -> None: ...
+        def __init__(self, **kwargs: object) -> None: ...
 
 
 class ToolCallApproval(ChunkBase, kw_only=True, frozen=True):
@@ -312,10 +315,10 @@ class ToolCallApproval(ChunkBase, kw_only=True, frozen=True):
         def __init__(self, *, payload: ToolCallApprovalPayload,
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
         @overload
-        def __init__(self, *, tool_call_id: str, tool_name: str, args: Any = ...,
-                     resume_schema: Any = ..., extra: dict[str, Any] = ...,
+        def __init__(self, *, tool_call_id: str, tool_name: str, args: object = ...,
+                     resume_schema: object = ..., extra: dict[str, Any] = ...,
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
-        def __init__(self, **kwargs: Any) -> None: ...
+        def __init__(self, **kwargs: object) -> None: ...
 
 
 class ToolCallSuspended(ChunkBase, kw_only=True, frozen=True):
@@ -329,10 +332,11 @@ class ToolCallSuspended(ChunkBase, kw_only=True, frozen=True):
         def __init__(self, *, payload: ToolCallSuspendedPayload,
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
         @overload
-        def __init__(self, *, tool_call_id: str, tool_name: str, suspend_payload: Any = ...,
-                     args: Any = ..., resume_schema: Any = ..., extra: dict[str, Any] = ...,
+        def __init__(self, *, tool_call_id: str, tool_name: str, suspend_payload: object = ...,
+                     args: object = ..., resume_schema: object = ...,
+                     extra: dict[str, Any] = ...,
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
-        def __init__(self, **kwargs: Any) -> None: ...
+        def __init__(self, **kwargs: object) -> None: ...
 
 
 class ToolOutput(ChunkBase, kw_only=True, frozen=True):
@@ -346,10 +350,10 @@ class ToolOutput(ChunkBase, kw_only=True, frozen=True):
         def __init__(self, *, payload: ToolOutputPayload,
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
         @overload
-        def __init__(self, *, tool_call_id: str, output: Any = ...,
+        def __init__(self, *, tool_call_id: str, output: object = ...,
                      tool_name: str | UnsetType = ..., extra: dict[str, Any] = ...,
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
-        def __init__(self, **kwargs: Any) -> None: ...
+        def __init__(self, **kwargs: object) -> None: ...
 
 
 class ErrorChunk(ChunkBase, kw_only=True, frozen=True):
@@ -363,9 +367,9 @@ class ErrorChunk(ChunkBase, kw_only=True, frozen=True):
         def __init__(self, *, payload: ErrorPayload,
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
         @overload
-        def __init__(self, *, error: Any = ..., extra: dict[str, Any] = ...,
+        def __init__(self, *, error: object = ..., extra: dict[str, Any] = ...,
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
-        def __init__(self, **kwargs: Any) -> None: ...
+        def __init__(self, **kwargs: object) -> None: ...
 
 
 class AbortChunk(ChunkBase, kw_only=True, frozen=True):
@@ -381,7 +385,7 @@ class AbortChunk(ChunkBase, kw_only=True, frozen=True):
         @overload
         def __init__(self, *, extra: dict[str, Any] = ...,
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
-        def __init__(self, **kwargs: Any) -> None: ...
+        def __init__(self, **kwargs: object) -> None: ...
 
 
 class TripwireChunk(ChunkBase, kw_only=True, frozen=True):
@@ -404,10 +408,10 @@ class TripwireChunk(ChunkBase, kw_only=True, frozen=True):
         def __init__(self, *, payload: TripwirePayload,
                      **envelope: Unpack[_EnvelopeKeywords]) -> None: ...
         @overload
-        def __init__(self, *, reason: str, retry: bool | UnsetType = ..., metadata: Any = ...,
+        def __init__(self, *, reason: str, retry: bool | UnsetType = ..., metadata: object = ...,
                      processor_id: str | UnsetType = ..., extra: dict[str, Any] = ...,
                      **envelope: Unpack[_RunKeywords]) -> None: ...
-        def __init__(self, **kwargs: Any) -> None: ...
+        def __init__(self, **kwargs: object) -> None: ...
 
 
 class ObjectChunk(ChunkBase, kw_only=True, frozen=True):
@@ -448,7 +452,7 @@ class DataChunk(msgspec.Struct, forbid_unknown_fields=True, repr_omit_defaults=T
     id: str | UnsetType = UNSET
     transient: bool | UnsetType = UNSET
 
-    def replace(self, **changes: Any) -> Self:
+    def replace(self, **changes: object) -> Self:
         """A copy of this chunk with ``changes`` (``type``, ``data``, ``id``, ``transient``):
         chunks are frozen, so return a new one.
 
@@ -480,6 +484,17 @@ Chunk: TypeAlias = (
     | AbortChunk | TripwireChunk | Raw | ObjectChunk | ObjectResult | DataChunk
 )
 """Any chunk: the union of every chunk class."""
+
+ModelChunk: TypeAlias = (
+    ResponseMetadata | TextStart | TextDelta | TextEnd | ReasoningStart | ReasoningDelta
+    | ReasoningEnd | ReasoningSignature | RedactedReasoning | ReasoningFile | Source | File
+    | Custom | ToolCallInputStreamingStart | ToolCallDelta | ToolCallInputStreamingEnd | ToolCall
+    | Raw | ToolResult | ToolErrorChunk | Finish
+)
+"""What a model's ``stream(request)`` yields for one step (``streamkit.models.Model``): the chunks
+converted from a provider stream, a provider-executed tool's ``tool-result``/``tool-error``, and
+the step's one ``finish``. The agent's own chunks (``start``, ``step-start``, ``step-finish``,
+``tripwire``, ``data-*``, ...) are not in it."""
 
 CHUNK_TYPES: dict[str, type[ChunkBase]] = {
     cls.type: cls for cls in get_args(Chunk) if cls is not DataChunk
@@ -518,7 +533,7 @@ class Stamper:
         self.from_ = from_
         self._proto: Any = None
 
-    def __call__(self, payload: Any) -> Any:
+    def __call__(self, payload: object) -> Any:
         proto = self._proto
         if proto is None:
             # The prototype is never handed out, so nobody can mutate the envelope we copy.
@@ -527,7 +542,7 @@ class Stamper:
         return _replace(proto, payload=payload)
 
 
-def coerce_chunk(value: Any) -> Chunk:
+def coerce_chunk(value: object) -> Chunk:
     """Return ``value`` as a chunk: chunks pass through, mappings in wire form are converted.
 
     Args:
@@ -552,7 +567,7 @@ def coerce_chunk(value: Any) -> Chunk:
     raise ChunkDecodeError(f"expected a chunk or a mapping, got {type(value).__name__}")
 
 
-def chunk_from_builtins(obj: Any) -> Chunk:
+def chunk_from_builtins(obj: object) -> Chunk:
     """Convert the builtins form of one chunk (as an untyped JSON decode gives it) to a chunk.
 
     This is the general path: ``streamkit.wire`` first tries msgspec's typed decoder and comes
@@ -590,7 +605,7 @@ def chunk_from_builtins(obj: Any) -> Chunk:
     return chunk
 
 
-def _json_kind(value: Any) -> str:
+def _json_kind(value: object) -> str:
     names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
              int: "a number", float: "a number", type(None): "null"}
     return names.get(type(value), type(value).__name__)

@@ -50,7 +50,7 @@ __all__ = [
 class StreamkitError(Exception):
     """Base class of every error streamkit raises."""
 
-    def __init__(self, message: str, **attrs: Any) -> None:
+    def __init__(self, message: str, **attrs: object) -> None:
         super().__init__(message)
         self.message = message
         self._attrs = attrs
@@ -83,7 +83,7 @@ class ProcessorError(StreamkitError):
     hook: str | None
 
     def __init__(self, message: str, *, processor_id: str | None = None, hook: str | None = None,
-                 **attrs: Any) -> None:
+                 **attrs: object) -> None:
         super().__init__(message, processor_id=processor_id, hook=hook, **attrs)
 
 
@@ -95,7 +95,7 @@ class ChunkDecodeError(StreamkitError):
     position: int | None
 
     def __init__(self, message: str, *, chunk_type: str | None = None,
-                 position: int | None = None, **attrs: Any) -> None:
+                 position: int | None = None, **attrs: object) -> None:
         super().__init__(message, chunk_type=chunk_type, position=position, **attrs)
 
 
@@ -123,7 +123,7 @@ class APICallError(StreamkitError):
 
     def __init__(self, message: str, *, status_code: int | None = None, body: str | None = None,
                  is_retryable: bool | None = None, url: str | None = None,
-                 retry_after: float | None = None, **attrs: Any) -> None:
+                 retry_after: float | None = None, **attrs: object) -> None:
         if is_retryable is None:
             is_retryable = status_code is None or status_code == 408 or status_code == 409 \
                 or status_code == 429 or status_code >= 500
@@ -137,7 +137,7 @@ class ToolError(StreamkitError):
 
     tool_name: str | None
 
-    def __init__(self, message: str, *, tool_name: str | None = None, **attrs: Any) -> None:
+    def __init__(self, message: str, *, tool_name: str | None = None, **attrs: object) -> None:
         super().__init__(message, tool_name=tool_name, **attrs)
 
 

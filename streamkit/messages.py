@@ -60,6 +60,22 @@ from streamkit._message_model import (
                                      to_messages,
                                      to_part,
 )
+from streamkit._prompt import (
+    AssistantContent,
+    AssistantPromptMessage,
+    FileContent,
+    ImageContent,
+    PromptMessage,
+    ReasoningContent,
+    RedactedReasoningContent,
+    SystemPromptMessage,
+    TextContent,
+    ToolCallContent,
+    ToolPromptMessage,
+    ToolResultContent,
+    UserContent,
+    UserPromptMessage,
+)
 
 __all__ = [
     # the model
@@ -72,6 +88,11 @@ __all__ = [
     "message_from_dict", "format_timestamp",
     # loose input, text, formats
     "to_part", "to_message", "to_messages", "get_text", "to_core", "to_ui",
+    # the prompt a model gets (typed provider-shaped messages)
+    "PromptMessage", "SystemPromptMessage", "UserPromptMessage", "AssistantPromptMessage",
+    "ToolPromptMessage", "TextContent", "FileContent", "ImageContent", "ReasoningContent",
+    "RedactedReasoningContent", "ToolCallContent", "ToolResultContent", "UserContent",
+    "AssistantContent",
     # the list
     "MessageList", "MessageView", "MessageListCheckpoint", "SystemSnapshot", "Source",
 ]

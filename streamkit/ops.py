@@ -30,7 +30,7 @@ from typing import Any
 import msgspec
 
 from ._apply import AppliedStream, apply, from_observable, fused_source, merge, to_observable
-from .chunks import CHUNK_TYPES, DataChunk, TextDelta
+from .chunks import CHUNK_TYPES, Chunk, DataChunk, TextDelta
 from .errors import InvalidArgument, InvalidType
 from .processors import Pipeline, Processor, TripWire, is_async_callable
 
@@ -58,7 +58,7 @@ def with_text(part: Any, text: str) -> Any:
     return _replace(part, payload=_replace(part.payload, text=text))
 
 
-def _op_id(kind: str, fn: Any = None, id: str | None = None) -> str:
+def _op_id(kind: str, fn: object = None, id: str | None = None) -> str:
     if id:
         return id
     name = getattr(fn, "__name__", None)
@@ -119,11 +119,11 @@ def _gate(types: _TypeSet | None, hook: Callable[..., Any], is_async: bool
         return hook
     classes = types.classes
     if is_async:
-        async def gated_async(part: Any) -> Any:
+        async def gated_async(part: Chunk) -> Any:
             return await hook(part) if part.__class__ in classes or part in types else part
         return gated_async
 
-    def gated(part: Any) -> Any:
+    def gated(part: Chunk) -> Any:
         return hook(part) if part.__class__ in classes or part in types else part
     return gated
 
@@ -169,11 +169,11 @@ class filter(_Operator):  # noqa: A001
         super().__init__(pred, id=id, types=types, data=data)
         keep = self._keep_when
         if self.is_async:
-            async def hook_async(part: Any) -> Any:
+            async def hook_async(part: Chunk) -> Any:
                 return part if bool(await pred(part)) is keep else None
             hook: Callable[..., Any] = hook_async
         else:
-            def hook(part: Any) -> Any:
+            def hook(part: Chunk) -> Any:
                 return part if bool(pred(part)) is keep else None
         self.process_output_stream = _gate(self.types, hook, self.is_async)
 
@@ -203,7 +203,7 @@ class abort(_Operator):
     stream_params = ("part",)
 
     def __init__(self, pred: Callable[[Any], Any], reason: str | None = None, *,
-                 retry: bool = False, metadata: Any = None, id: str | None = None,
+                 retry: bool = False, metadata: object = None, id: str | None = None,
                  types: Iterable[str] | str | None = None, data: bool = False) -> None:
         super().__init__(pred, id=id, types=types, data=data)
         pid = self.id
@@ -212,13 +212,13 @@ class abort(_Operator):
             return TripWire(reason, retry=retry, metadata=metadata, processor_id=pid).fill(pid)
 
         if self.is_async:
-            async def hook_async(part: Any) -> Any:
+            async def hook_async(part: Chunk) -> Any:
                 if await pred(part):
                     raise trip()
                 return part
             hook: Callable[..., Any] = hook_async
         else:
-            def hook(part: Any) -> Any:
+            def hook(part: Chunk) -> Any:
                 if pred(part):
                     raise trip()
                 return part
@@ -240,12 +240,12 @@ class tap(_Operator):
                  types: Iterable[str] | str | None = None, data: bool = False) -> None:
         super().__init__(fn, id=id, types=types, data=data)
         if self.is_async:
-            async def hook_async(part: Any) -> Any:
+            async def hook_async(part: Chunk) -> Any:
                 await fn(part)
                 return part
             hook: Callable[..., Any] = hook_async
         else:
-            def hook(part: Any) -> Any:
+            def hook(part: Chunk) -> Any:
                 fn(part)
                 return part
         self.process_output_stream = _gate(self.types, hook, self.is_async)
@@ -265,19 +265,19 @@ class scan(_Operator):
     kind = "scan"
     stream_params = ("part", "state")
 
-    def __init__(self, fn: Callable[[Any, Any], Any], seed: Any = None, *, key: str = "acc",
+    def __init__(self, fn: Callable[[Any, Any], Any], seed: object = None, *, key: str = "acc",
                  id: str | None = None, types: Iterable[str] | str | None = None,
                  data: bool = False) -> None:
         super().__init__(fn, id=id, types=types, data=data)
         types_ = self.types
         if self.is_async:
-            async def hook_async(part: Any, state: dict[str, Any]) -> Any:
+            async def hook_async(part: Chunk, state: dict[str, Any]) -> Any:
                 if types_ is None or part.__class__ in types_.classes or part in types_:
                     state[key] = await fn(state.get(key, seed), part)
                 return part
             self.process_output_stream = hook_async
         else:
-            def hook(part: Any, state: dict[str, Any]) -> Any:
+            def hook(part: Chunk, state: dict[str, Any]) -> Any:
                 if types_ is None or part.__class__ in types_.classes or part in types_:
                     state[key] = fn(state.get(key, seed), part)
                 return part
@@ -323,7 +323,7 @@ class batch(Processor):
             return first
         return with_text(first, "".join(c.payload.text for c in held))
 
-    def process_output_stream(self, part: Any, state: dict[str, Any]) -> Any:
+    def process_output_stream(self, part: Chunk, state: dict[str, Any]) -> Any:
         held: list[Any] = state.setdefault("held", [])
         if part.__class__ is not TextDelta:
             if not held:
@@ -373,7 +373,7 @@ class _Counted(Processor):
         super().__init__(id or _op_id(kind))
         types_ = _types(types)
 
-        def hook(part: Any, state: dict[str, Any]) -> Any:
+        def hook(part: Chunk, state: dict[str, Any]) -> Any:
             if types_ is not None and part not in types_:
                 return part
             seen = state.get("seen", 0) + 1
@@ -422,14 +422,14 @@ class take_while(_Operator):
     def __init__(self, pred: Callable[[Any], Any], *, id: str | None = None) -> None:
         super().__init__(pred, id=id)
         if self.is_async:
-            async def hook_async(part: Any, state: dict[str, Any]) -> Any:
+            async def hook_async(part: Chunk, state: dict[str, Any]) -> Any:
                 if state.get("done") or not await pred(part):
                     state["done"] = True
                     return None
                 return part
             self.process_output_stream = hook_async
         else:
-            def hook(part: Any, state: dict[str, Any]) -> Any:
+            def hook(part: Chunk, state: dict[str, Any]) -> Any:
                 if state.get("done") or not pred(part):
                     state["done"] = True
                     return None
@@ -456,7 +456,7 @@ class distinct_until_changed(_Operator):
         keyfn = key or (lambda part: part)
         missing = object()
 
-        def hook(part: Any, state: dict[str, Any]) -> Any:
+        def hook(part: Chunk, state: dict[str, Any]) -> Any:
             k = keyfn(part)
             if state.get("last", missing) == k:
                 return None
@@ -476,11 +476,11 @@ class start_with(Processor):
     multi_emit = True
     stream_params = ("part", "state")
 
-    def __init__(self, *chunks: Any, id: str | None = None) -> None:
+    def __init__(self, *chunks: object, id: str | None = None) -> None:
         super().__init__(id or _op_id("start_with"))
         first = list(chunks)
 
-        def hook(part: Any, state: dict[str, Any]) -> Any:
+        def hook(part: Chunk, state: dict[str, Any]) -> Any:
             if state.get("started"):
                 return part
             state["started"] = True
@@ -504,11 +504,11 @@ class flat_map(_Operator):
                  types: Iterable[str] | str | None = None, data: bool = False) -> None:
         super().__init__(fn, id=id, types=types, data=data)
         if self.is_async:
-            async def hook_async(part: Any) -> Any:
+            async def hook_async(part: Chunk) -> Any:
                 return list(await fn(part))
             hook: Callable[..., Any] = hook_async
         else:
-            def hook(part: Any) -> Any:
+            def hook(part: Chunk) -> Any:
                 return list(fn(part))
         self.process_output_stream = _gate(self.types, hook, self.is_async)
 
@@ -527,7 +527,7 @@ class map_text(_Operator):
     def __init__(self, fn: Callable[[str], Any], *, id: str | None = None) -> None:
         super().__init__(fn, id=id)
         if self.is_async:
-            async def hook_async(part: Any) -> Any:
+            async def hook_async(part: Chunk) -> Any:
                 if part.__class__ is TextDelta:
                     return with_text(part, await fn(part.payload.text))
                 return part
@@ -535,7 +535,7 @@ class map_text(_Operator):
         else:
             delta, replace = TextDelta, _replace
 
-            def hook(part: Any) -> Any:
+            def hook(part: Chunk) -> Any:
                 if part.__class__ is delta:
                     p = part.payload  # with_text, inlined: this is the per-chunk path
                     return replace(part, payload=replace(p, text=fn(p.text)))
@@ -543,7 +543,7 @@ class map_text(_Operator):
             self.process_output_stream = hook
 
 
-def compose(*processors: Any) -> Pipeline:
+def compose(*processors: object) -> Pipeline:
     """``compose(a, b, c)`` is ``a | b | c``."""
     return Pipeline(*processors)
 

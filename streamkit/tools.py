@@ -53,7 +53,7 @@ import logging
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Generic, get_type_hints, overload
 
 import msgspec
@@ -119,7 +119,7 @@ _encode = msgspec.json.Encoder().encode
 _UNENCODABLE = (TypeError, ValueError, RecursionError, OverflowError)
 
 
-def check_timeout(owner: str, value: Any) -> float | None:
+def check_timeout(owner: str, value: object) -> float | None:
     """``value`` as a timeout in seconds (``None``: no timeout).
 
     Raises:
@@ -139,7 +139,7 @@ P = ParamSpec("P", default=...)
 R = TypeVar("R", default=Any)
 
 
-def json_schema(tp: Any) -> dict[str, Any]:
+def json_schema(tp: object) -> dict[str, Any]:
     """The JSON schema of a type (msgspec Struct, dataclass, TypedDict, ...) as providers want
     it: an object schema at the top, not a ``$ref`` into ``$defs``. A dict is taken as a schema.
 
@@ -216,7 +216,7 @@ class Tool(Generic[P, R]):
     def spec(self) -> ToolSpec:
         return ToolSpec(self.id, self.description, self.input_schema)
 
-    def validate(self, args: Any) -> dict[str, Any]:
+    def validate(self, args: object) -> dict[str, Any]:
         """Check ``args`` against the tool's signature; returns the validated arguments."""
         if not isinstance(args, dict):
             raise ToolError(f"tool {self.id!r} expects a JSON object of arguments, got "
@@ -237,7 +237,7 @@ class Tool(Generic[P, R]):
         _log_dropped(self.id, dropped, set(props))
         return {k: v for k, v in args.items() if k in props}
 
-    async def run(self, args: Any, *, timeout: float | None = None, **injected: Any) -> Any:
+    async def run(self, args: object, *, timeout: float | None = None, **injected: object) -> Any:
         """Validate ``args`` and call the tool, injecting what it asks for.
 
         Args:
@@ -324,13 +324,13 @@ Convert = Callable[[Any], Any]
 """Turns one JSON argument into the parameter's type; raises ``ValueError`` when it cannot."""
 
 
-def _validator(name: str, params: list[tuple[str, Convert, Any]],
+def _validator(name: str, params: list[tuple[str, Convert, object]],
                rest: Convert | None = None) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """Validate declared arguments; undeclared ones go to ``**kwargs`` (typed ``rest``) when the
     function has it, else they are dropped. Injected names are never taken from the model."""
     known = {p[0] for p in params}
 
-    def validate(args: dict[str, Any]) -> dict[str, Any]:
+    def validate(args: Mapping[str, object]) -> dict[str, Any]:
         unknown = set(args) - known
         out: dict[str, Any] = {}
         if unknown and rest is not None:
@@ -359,13 +359,13 @@ def _validator(name: str, params: list[tuple[str, Convert, Any]],
     return validate
 
 
-def _msgspec_convert(hint: Any) -> Convert:
-    def convert(value: Any) -> Any:
+def _msgspec_convert(hint: object) -> Convert:
+    def convert(value: object) -> Any:
         return msgspec.convert(value, type=hint, strict=False)
     return convert
 
 
-def _pydantic_adapter(tool_name: str, pname: str, hint: Any, reason: Exception) -> Any:
+def _pydantic_adapter(tool_name: str, pname: str, hint: object, reason: Exception) -> Any:
     """A ``pydantic.TypeAdapter`` for a hint msgspec has no schema for (it names a pydantic
     model), or the ``ToolError`` explaining why the hint cannot be a parameter type."""
     pydantic = sys.modules.get("pydantic")  # a pydantic model in a hint means it is imported
@@ -380,7 +380,7 @@ def _pydantic_adapter(tool_name: str, pname: str, hint: Any, reason: Exception) 
                     f"models (or containers of them)", tool_name=tool_name) from reason
 
 
-def _parameter_schemas(tool_name: str, params: list[tuple[str, Any, Any]]
+def _parameter_schemas(tool_name: str, params: list[tuple[str, object, object]]
                        ) -> tuple[list[dict[str, Any]], list[Convert], dict[str, Any]]:
     """Each parameter's JSON schema and converter, and the shared ``$defs``."""
     native: list[int] = []

@@ -34,7 +34,7 @@ class TripWire(Exception):
         ...     return part
     """
 
-    def __init__(self, reason: str | None = None, *, retry: bool = False, metadata: Any = None,
+    def __init__(self, reason: str | None = None, *, retry: bool = False, metadata: object = None,
                  processor_id: str | None = None) -> None:
         super().__init__(reason)
         self.reason: str | None = reason
@@ -62,7 +62,8 @@ class TripWire(Exception):
                 "processor_id": self.processor_id}
 
 
-def _rebuild(reason: str | None, retry: bool, metadata: Any, processor_id: str | None) -> TripWire:
+def _rebuild(reason: str | None, retry: bool, metadata: object, processor_id: str | None
+             ) -> TripWire:
     return TripWire(reason, retry=retry, metadata=metadata, processor_id=processor_id)
 
 
@@ -99,13 +100,14 @@ class Abort(Protocol):
     """
 
     def __call__(self, reason: str | None = None, *, retry: bool = False,
-                 metadata: Any = None) -> NoReturn: ...
+                 metadata: object = None) -> NoReturn: ...
 
 
 def make_abort(processor_id: str) -> Abort:
     """Build the ``abort(reason=None, *, retry=False, metadata=None)`` function given to hooks."""
 
-    def abort(reason: str | None = None, *, retry: bool = False, metadata: Any = None) -> NoReturn:
+    def abort(reason: str | None = None, *, retry: bool = False,
+              metadata: object = None) -> NoReturn:
         raise TripWire(reason or default_reason(processor_id), retry=retry, metadata=metadata,
                        processor_id=processor_id)
 

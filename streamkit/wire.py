@@ -218,7 +218,7 @@ def to_builtins(chunk: Chunk) -> dict[str, Any]:
     return data
 
 
-def from_builtins(obj: Any) -> Chunk:
+def from_builtins(obj: object) -> Chunk:
     """The inverse of :func:`to_builtins`: a chunk from its builtins (decoded JSON) form.
 
     Raises:
@@ -227,7 +227,7 @@ def from_builtins(obj: Any) -> Chunk:
     return _from_builtins(obj)
 
 
-def _from_builtins(obj: Any) -> Chunk:
+def _from_builtins(obj: object) -> Chunk:
     try:
         return chunk_from_builtins(obj)
     except RecursionError as exc:
@@ -241,7 +241,7 @@ def _from_builtins(obj: Any) -> Chunk:
                                position=None) from exc
 
 
-def _raise_undecodable(name: str, data: Any, exc: Exception, *, text: bool) -> NoReturn:
+def _raise_undecodable(name: str, data: object, exc: Exception, *, text: bool) -> NoReturn:
     """What a decoder's typed fast path raised that is not a decode error: a lone surrogate in
     ``str`` input (``ChunkDecodeError``), input of the wrong type (``InvalidType``); a
     ``streamkit.errors`` error (a chunk class's own check) goes on as it is."""
@@ -264,7 +264,7 @@ def _too_deep(kind: str, exc: RecursionError) -> ChunkDecodeError:
                             f"may nest at most a few hundred levels", position=None)
 
 
-def _encode_with_extra_keys(chunk: Chunk, encode: Callable[[Any], bytes],
+def _encode_with_extra_keys(chunk: Chunk, encode: Callable[[object], bytes],
                             native: tuple[type, ...]) -> bytes:
     """``encode`` of a chunk with ``extra`` keys: its builtins form, the keys merged back in."""
     try:
@@ -273,14 +273,14 @@ def _encode_with_extra_keys(chunk: Chunk, encode: Callable[[Any], bytes],
         raise _unencodable(chunk, exc) from exc
 
 
-def _raise_encode_error(chunk: Any, exc: Exception) -> NoReturn:
+def _raise_encode_error(chunk: object, exc: Exception) -> NoReturn:
     """The ``streamkit.errors`` form of what the fast path of an encoder caught."""
     if isinstance(exc, AttributeError):  # no class flags, or a payload that is not a struct
         raise InvalidType(_not_a_chunk(chunk)) from None
     raise _unencodable(chunk, exc) from exc
 
 
-def _unencodable(chunk: Any, exc: BaseException) -> StreamkitError:
+def _unencodable(chunk: object, exc: BaseException) -> StreamkitError:
     what = f"{type(chunk).__name__} cannot be encoded: {type(exc).__name__}: {exc}"
     if isinstance(exc, TypeError):
         return InvalidType(f"{what}; payload values must be JSON-like (dict, list, str, "
@@ -289,7 +289,7 @@ def _unencodable(chunk: Any, exc: BaseException) -> StreamkitError:
                            f"few hundred levels")
 
 
-def _not_a_chunk(value: Any) -> str:
+def _not_a_chunk(value: object) -> str:
     if isinstance(value, ChunkBase):
         expected = type(value)._payload_cls
         name = expected.__name__ if expected is not None else "a payload struct"
@@ -686,7 +686,7 @@ async def iter_jsonl(source: AsyncIterable[bytes], *,
             await aclose()
 
 
-def _bytes_of(name: str, data: Any, *, text: bool) -> bytes:
+def _bytes_of(name: str, data: object, *, text: bool) -> bytes:
     """``data`` (not ``bytes``: the callers test that first, the common case) as bytes, or the
     ``InvalidType`` that names what was expected."""
     if isinstance(data, (bytearray, memoryview)):

@@ -20,7 +20,7 @@ INTENDED: dict[str, set[str]] = {
         "Violation", "TraceRecord", "Writer", "Abort",
         # agent
         "Agent", "AgentResult", "AgentStream", "StepResult", "TripwireInfo", "Usage", "Override",
-        "Graph",
+        "Graph", "StepToolCall", "StepToolResult", "ToolOutcome",
         # tools, memory
         "tool", "Tool", "Memory", "SQLiteStore",
         # data
@@ -33,7 +33,7 @@ INTENDED: dict[str, set[str]] = {
     },
     "streamkit.chunks": {
         # base classes and helpers
-        "ChunkBase", "PayloadBase", "Chunk", "CHUNK_TYPES", "coerce_chunk", "Stamper",
+        "ChunkBase", "PayloadBase", "Chunk", "ModelChunk", "CHUNK_TYPES", "coerce_chunk", "Stamper",
         # model output
         "ResponseMetadata", "TextStart", "TextDelta", "TextEnd", "ReasoningStart",
         "ReasoningDelta", "ReasoningEnd", "ReasoningSignature", "RedactedReasoning",
@@ -71,6 +71,10 @@ INTENDED: dict[str, set[str]] = {
         "message_to_dict", "message_from_dict", "format_timestamp",
         # loose input, text, formats
         "to_part", "to_message", "to_messages", "get_text", "to_core", "to_ui",
+        "PromptMessage", "SystemPromptMessage", "UserPromptMessage", "AssistantPromptMessage",
+        "ToolPromptMessage", "TextContent", "FileContent", "ImageContent", "ReasoningContent",
+        "RedactedReasoningContent", "ToolCallContent", "ToolResultContent", "UserContent",
+        "AssistantContent",
         # the list
         "MessageList", "MessageView", "MessageListCheckpoint", "SystemSnapshot", "Source",
     },
@@ -139,6 +143,7 @@ INTENDED: dict[str, set[str]] = {
     },
     "streamkit.agent": {
         "Agent", "AgentResult", "AgentStream", "Override", "StepResult", "TripwireInfo", "Usage",
+        "StepToolCall", "StepToolResult", "ToolOutcome",
     },
     "streamkit.processors": {
         "Processor", "Pipeline", "InputProcessor", "OutputProcessor", "ErrorProcessor",

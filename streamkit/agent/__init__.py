@@ -6,8 +6,9 @@ routing table, and the result/stream handles. Processor calling lives in
 ``streamkit.models``; storage in ``streamkit.memory``.
 """
 
+from .._tool_records import StepToolCall, StepToolResult, ToolOutcome
 from ._agent import Agent, Override
 from ._result import AgentResult, AgentStream, StepResult, TripwireInfo, Usage
 
 __all__ = ["Agent", "Override", "AgentResult", "AgentStream", "StepResult", "TripwireInfo",
-           "Usage"]
+           "Usage", "StepToolCall", "StepToolResult", "ToolOutcome"]

@@ -13,6 +13,7 @@ import msgspec
 from msgspec import UNSET
 
 from .._partial_json import PartialJSON
+from .._tool_records import StepToolCall
 from ..chunks import (
     File,
     ObjectResult,
@@ -89,7 +90,7 @@ class StepRecorder:
         self.entries: list[Any] = []
         self.texts: dict[str, list[str]] = {}
         self.chunks: list[Any] | None = [] if keep_chunks else None
-        self.tool_calls: list[dict[str, Any]] = []
+        self.tool_calls: list[StepToolCall] = []
         self.objects: list[Any] = []
         self._reasons: dict[str, list[str]] = {}
         self._signatures: dict[str, str] = {}
@@ -131,8 +132,7 @@ class StepRecorder:
         elif cls is ToolCall:
             p = c.payload
             self.entries.append(ToolInvocationPart.call(p.tool_call_id, p.tool_name, p.args))
-            self.tool_calls.append({"tool_call_id": p.tool_call_id, "tool_name": p.tool_name,
-                                    "args": p.args})
+            self.tool_calls.append(StepToolCall(p.tool_call_id, p.tool_name, p.args))
         elif cls is Source:
             p = c.payload
             title = getattr(p, "title", None)
@@ -172,11 +172,11 @@ class StepRecorder:
         return built
 
 
-def schema_of(structured: Any) -> dict[str, Any] | None:
+def schema_of(structured: object) -> dict[str, Any] | None:
     return None if structured is None else json_schema(structured)
 
 
-def parse_object(structured_output: Any, text: str) -> Any:
+def parse_object(structured_output: object, text: str) -> Any:
     """The structured-output object in the model's answer ``text`` (a JSON document, possibly
     in a Markdown fence), converted to ``structured_output`` when that is a type."""
     body = text.strip()

@@ -26,6 +26,8 @@ from msgspec import UNSET, structs
 from .. import _loop_nodes as node
 from .._loop_nodes import LoopNode, check_node_functions
 from .._partial_json import PartialJSON
+from .._prompt import PromptMessage
+from .._tool_records import StepToolCall, ToolOutcome
 from ..chunks import (
     Chunk,
     DataChunk,
@@ -202,8 +204,8 @@ async def prepare_step(run: Run) -> Literal[LoopNode.PROCESS_LLM_REQUEST]:
     return node.PROCESS_LLM_REQUEST
 
 
-def _prompt(run: Run) -> list[dict[str, Any]]:
-    prompt: list[dict[str, Any]] = run.state.message_list.prompt()
+def _prompt(run: Run) -> list[PromptMessage]:
+    prompt = run.state.message_list.prompt()
     for text in run.state.feedback:
         prompt.append({"role": "system", "content": text})
     return prompt
@@ -366,7 +368,7 @@ def _withdraw(run: Run, *, reason: str, processor_id: str | None, usage: Usage) 
 
 
 def _step_finish_payload(run: Run, reason: str, continued: bool, text: str,
-                         tool_calls: list[dict[str, Any]], usage: Usage, *,
+                         tool_calls: list[StepToolCall], usage: Usage, *,
                          is_accepted: bool = True) -> Any:
     """This step's ``step-finish`` payload (its metadata and the run's snapshot: per step)."""
     st, step = run.state, run.step
@@ -401,7 +403,7 @@ async def process_output_step(run: Run) -> Literal[LoopNode.TOOLS, LoopNode.STEP
         return node.TOOLS if step.tool_calls else node.STEP_FINISH
     args = _base_args(run)
     args.update(finish_reason=step.finish_reason, provider_metadata=None,
-                tool_calls=[dict(c) for c in step.tool_calls] or None, text=step.text,
+                tool_calls=list(step.tool_calls) or None, text=step.text,
                 usage=step.usage)
     await run_message_hook(run.runtime, run.config.output_specs, "process_output_step",
                            run.state.message_list, args, default_source="response",
@@ -412,33 +414,33 @@ async def process_output_step(run: Run) -> Literal[LoopNode.TOOLS, LoopNode.STEP
 # ----------------------------------------------------------------------------- tools
 
 
-async def _call_tool(run: Run, call: dict[str, Any]) -> tuple[bool, Any]:
+async def _call_tool(run: Run, call: StepToolCall) -> ToolOutcome:
     """Run one tool call; a failing tool is reported to the model, not raised, and to the
     developer (``report_failure``: the ``streamkit.tools`` log, and a ``result.trace`` record
     with hook ``execute_tool``, outcome ``error`` and the traceback as its detail)."""
     step = run.step
-    name = call["tool_name"]
+    name, cid = call.tool_name, call.tool_call_id
     tool = step.tools.get(name)
     started = time.perf_counter()
     try:
         if tool is None:
             raise ToolError(f"unknown tool {name!r}; available: {sorted(step.tools)}",
                             tool_name=name)
-        with run.tracer.tool_context(call["tool_call_id"]):  # spans the tool makes nest in
-            return True, await tool.run(call["args"] if call["args"] is not None else {},
-                                        timeout=run.config.tool_timeout, writer=run.tool_writer,
-                                        request_context=run.runtime.request_context,
-                                        tool_call_id=call["tool_call_id"], abort_signal=None)
+        with run.tracer.tool_context(cid):  # spans the tool makes nest in
+            return ToolOutcome(call, True, await tool.run(
+                call.args if call.args is not None else {}, timeout=run.config.tool_timeout,
+                writer=run.tool_writer, request_context=run.runtime.request_context,
+                tool_call_id=cid, abort_signal=None))
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - a failing tool is reported to the model
-        told = report_failure(name, call["tool_call_id"], exc)
+        told = report_failure(name, cid, exc)
         # Straight into the trace, not through ``runtime.record``: the tracer's record hook
         # makes processor spans, and the tool has its own ``execute_tool`` span.
         run.runtime.trace.append(TraceRecord(name, "execute_tool", run.state.step_number,
                                              time.perf_counter() - started, "error",
                                              detail=told))
-        return False, exc
+        return ToolOutcome(call, False, exc)
 
 
 #: Seconds tool tasks get to finish cancelling when a run is cancelled during its tool calls.
@@ -478,7 +480,7 @@ async def _tool_chunks(run: Run) -> AsyncGenerator[Chunk, None]:
         if leftover:
             await asyncio.wait(leftover, timeout=_CANCEL_GRACE)
         outbox.arrived = None
-    step.tool_outcomes = [(call, *t.result()) for call, t in zip(step.tool_calls, tasks)]
+    step.tool_outcomes = [t.result() for t in tasks]
 
 
 async def process_tool_result(run: Run) -> Literal[LoopNode.STEP_FINISH]:
@@ -488,9 +490,10 @@ async def process_tool_result(run: Run) -> Literal[LoopNode.STEP_FINISH]:
     consumer received, so what is stored is what was streamed (a guard may redact it)."""
     st, step = run.state, run.step
     ml = st.message_list
-    for call, ok, value in step.tool_outcomes:
-        cid, name, targs = call["tool_call_id"], call["tool_name"], call["args"]
-        if not ok:
+    for outcome in step.tool_outcomes:
+        call, value = outcome.call, outcome.value
+        cid, name, targs = call.tool_call_id, call.tool_name, call.args
+        if not outcome.ok:
             ml.update_tool_invocation(ToolInvocationPart.failed(
                 cid, name, error_text(type(value).__name__, str(value)), targs))
             run.emit(ToolErrorChunk(tool_call_id=cid, tool_name=name, args=targs,

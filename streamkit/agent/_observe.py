@@ -37,6 +37,7 @@ from .._loop_nodes import (
     TRIPWIRE,
     LoopNode,
 )
+from .._tool_records import StepToolCall
 from ..errors import APICallError, InvalidType
 from ..events import (
     ErrorDetail,
@@ -183,7 +184,7 @@ class Observed(RunReporter):
         self._run_id = run.run_id
         self._step: int | None = None  # the step attempt open, if one is
         self._retry = 0
-        self._calls: dict[str, dict[str, Any]] = {}
+        self._calls: dict[str, StepToolCall] = {}
         self._tool_now: str | None = None
         self._model_perf = 0  # perf_counter_ns() when the open model call started
         self._model_open = False
@@ -289,12 +290,12 @@ class Observed(RunReporter):
             self._model_perf = time.perf_counter_ns()
         elif nxt is TOOLS and step is not None:
             for call in step.tool_calls:
-                cid = str(call["tool_call_id"])
+                cid = call.tool_call_id
                 self._calls[cid] = call
-                description = getattr(step.tools.get(call["tool_name"]), "description", None)
+                description = getattr(step.tools.get(call.tool_name), "description", None)
                 self.emit(ToolCalled(run_id=run.run_id, step_number=st.step_number,
-                                     tool_call_id=cid, tool_name=str(call["tool_name"]),
-                                     args=call.get("args"),
+                                     tool_call_id=cid, tool_name=call.tool_name,
+                                     args=call.args,
                                      description=description if isinstance(description, str)
                                      and description else None))
 
@@ -333,8 +334,8 @@ class Observed(RunReporter):
         if not self._calls:
             return
         step = run.state.step
-        delivered = {r["tool_call_id"]: r for r in step.tool_results} if step is not None else {}
-        outcomes = {c["tool_call_id"]: (ok, v) for c, ok, v in step.tool_outcomes} \
+        delivered = {r.tool_call_id: r for r in step.tool_results} if step is not None else {}
+        outcomes = {o.call.tool_call_id: (o.ok, o.value) for o in step.tool_outcomes} \
             if step is not None else {}
         raw = {cid: v if ok else f"{type(v).__name__}: {v}" for cid, (ok, v) in outcomes.items()}
         for cid, call in self._calls.items():
@@ -343,9 +344,9 @@ class Observed(RunReporter):
             error = _detail(run, outcome[1]) if outcome is not None and not outcome[0] else None
             self.emit(ToolReturned(
                 run_id=run.run_id, step_number=step.number if step is not None else 0,
-                tool_call_id=cid, tool_name=str(call["tool_name"]),
-                is_error=bool(got["is_error"]) if got is not None else error is not None,
-                result=got["result"] if got is not None else None, raw=raw.get(cid),
+                tool_call_id=cid, tool_name=call.tool_name,
+                is_error=got.is_error if got is not None else error is not None,
+                result=got.result if got is not None else None, raw=raw.get(cid),
                 delivered=got is not None, error=error))
         self._calls.clear()
 

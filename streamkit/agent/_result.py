@@ -11,11 +11,15 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._apply import to_observable
+from .._tool_records import StepToolCall, StepToolResult
 from ..chunks import Chunk, TextDelta
-from ..processors._runtime import RequestRuntime
+from ..processors._runtime import RequestRuntime, TraceRecord
+
+if TYPE_CHECKING:
+    from ..messages import Message
 
 __all__ = ["Usage", "StepResult", "TripwireInfo", "AgentResult", "AgentStream"]
 
@@ -54,8 +58,10 @@ class StepResult:
         step_number: 0-based; a retried step keeps its number.
         text: the step's text as the consumer saw it ('' for a rolled-back attempt).
         reasoning: the step's reasoning text.
-        tool_calls: ``[{"tool_call_id", "tool_name", "args"}]``.
-        tool_results: ``[{"tool_call_id", "tool_name", "args", "result", "is_error"}]``.
+        tool_calls: ``StepToolCall`` records (``tool_call_id``, ``tool_name``, ``args``; also
+            readable as the old dicts, ``call["tool_name"]``).
+        tool_results: ``StepToolResult`` records (``tool_call_id``, ``tool_name``, ``args``,
+            ``result``, ``is_error``; also readable as the old dicts).
         finish_reason: ``stop``, ``tool-calls``, ``length``, ``retry``, ``error``, ``other``...
         usage: this step's usage.
         tripwire: set on a step that a processor rejected (retried or aborted).
@@ -66,8 +72,8 @@ class StepResult:
     step_number: int
     text: str = ""
     reasoning: str = ""
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    tool_results: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: list[StepToolCall] = field(default_factory=list)
+    tool_results: list[StepToolResult] = field(default_factory=list)
     finish_reason: str = "unknown"
     usage: Usage = field(default_factory=Usage)
     tripwire: TripwireInfo | None = None
@@ -101,19 +107,19 @@ class AgentResult:
     finish_reason: str
     steps: list[StepResult]
     tripwire: TripwireInfo | None
-    messages: list[Any]
+    messages: list[Message]
     object: Any
     run_id: str
-    trace: list[Any]
+    trace: list[TraceRecord]
     error: BaseException | None = None
     states: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
-    def tool_calls(self) -> list[dict[str, Any]]:
+    def tool_calls(self) -> list[StepToolCall]:
         return [c for s in self.steps if s.finish_reason != "retry" for c in s.tool_calls]
 
     @property
-    def tool_results(self) -> list[dict[str, Any]]:
+    def tool_results(self) -> list[StepToolResult]:
         return [r for s in self.steps if s.finish_reason != "retry" for r in s.tool_results]
 
     def trace_table(self) -> list[dict[str, Any]]:
@@ -125,7 +131,7 @@ class AgentResult:
 
         return result_html(self)
 
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+    def _repr_pretty_(self, printer: object, cycle: bool) -> None:
         from ..display import result_text
 
         printer.text("AgentResult(...)" if cycle else result_text(self))

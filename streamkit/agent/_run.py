@@ -32,6 +32,7 @@ from msgspec import UNSET
 
 from .._loop_nodes import HOOK_OF_NODE, IN_STEP, MODEL_NODES, LoopNode
 from .._message_model import _new_id
+from .._tool_records import StepToolResult
 from ..chunks import Chunk, DataChunk, ObjectChunk, TextDelta, ToolErrorChunk, ToolResult
 from ..errors import APICallError, StreamkitError
 from ..graph import Graph
@@ -174,11 +175,11 @@ class Run:
 
     def _store_tool_outcome(self, step: StepState, chunk: ToolResult | ToolErrorChunk) -> None:
         cid = chunk.payload.tool_call_id
-        call = next((c for c, _, _ in step.tool_outcomes if c["tool_call_id"] == cid), None)
+        call = next((o.call for o in step.tool_outcomes if o.call.tool_call_id == cid), None)
         if call is None:
             return  # a provider-executed tool's result, from the model: recorded as streamed
         name = chunk.payload.tool_name
-        args = chunk.payload.args if chunk.payload.args is not UNSET else call["args"]
+        args = chunk.payload.args if chunk.payload.args is not UNSET else call.args
         if isinstance(chunk, ToolResult):
             result = chunk.payload.result if chunk.payload.result is not UNSET else None
             part = ToolInvocationPart.returned(cid, name, result, args)
@@ -190,8 +191,7 @@ class Run:
             part = ToolInvocationPart.failed(cid, name, result, args)
             is_error = True
         self.state.message_list.update_tool_invocation(part)
-        step.tool_results.append({"tool_call_id": cid, "tool_name": name, "args": args,
-                                  "result": result, "is_error": is_error})
+        step.tool_results.append(StepToolResult(cid, name, args, result, is_error))
 
     def _store_data(self, chunk: DataChunk) -> None:
         if chunk.transient is True:

@@ -13,9 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from .._prompt import PromptMessage
+from .._tool_records import StepToolCall, StepToolResult, ToolOutcome
 from ..chunks import Finish, ResponseMetadata
 from ..messages import MessageList
 from ..models import Model, ModelRequest
+from ..models._base import ToolChoice as _ToolChoice
 from ..processors._spec import ProcessorSpec
 from ..tools import Tool
 from ._build import StepRecorder
@@ -35,7 +38,7 @@ FEEDBACK_TEMPLATE = ("[Processor Feedback] Your previous response was not accept
                      "Please try again with the feedback in mind.")
 
 #: ``"auto"``, ``"none"``, ``"required"`` or ``{"type": "tool", "toolName": name}``.
-ToolChoice = str | Mapping[str, Any]
+ToolChoice = _ToolChoice
 
 #: What structured output was asked for: a type (msgspec/dataclass/TypedDict...) or a JSON schema.
 StructuredOutput = type | Mapping[str, Any]
@@ -90,10 +93,6 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
                      if s.id == processor_id), None)
 
 
-#: One tool call's outcome: the call, whether it returned, and its value or exception.
-ToolOutcome = tuple[dict[str, Any], bool, Any]
-
-
 @dataclass(slots=True)
 class StepState:
     """One attempt at one step: what ``process_input_step`` decided, and what came back."""
@@ -107,7 +106,7 @@ class StepState:
     model_settings: dict[str, Any]
     provider_options: dict[str, Any]
     structured_output: StructuredOutput | None
-    prompt: list[dict[str, Any]] = field(default_factory=list)
+    prompt: list[PromptMessage] = field(default_factory=list)
     request: ModelRequest | None = None
     source: Any = None
     replay: list[Any] | None = None
@@ -118,9 +117,9 @@ class StepState:
     streamed: bool = False
     text: str = ""
     reasoning: str = ""
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: list[StepToolCall] = field(default_factory=list)
     tool_outcomes: list[ToolOutcome] = field(default_factory=list)
-    tool_results: list[dict[str, Any]] = field(default_factory=list)
+    tool_results: list[StepToolResult] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     finish_reason: str = "unknown"
     api_error: BaseException | None = None

@@ -23,6 +23,7 @@ from typing import Any
 
 from msgspec import UNSET
 
+from .._tool_records import StepToolCall
 from ..chunks import (
     FinishPayload,
     ResponseMetadata,
@@ -54,7 +55,7 @@ __all__ = ["StepEnd", "response_metadata", "model_messages", "message_snapshot",
 MODEL_VERSION = "v2"
 
 
-def response_metadata(model: Any, held: ResponseMetadata | None) -> dict[str, Any]:
+def response_metadata(model: object, held: ResponseMetadata | None) -> dict[str, Any]:
     """A step's ``metadata``: the provider's response id, time and model when it sent them (the
     held ``response-metadata`` chunk), else a fresh id, now, and the model object's id.
 
@@ -111,13 +112,12 @@ def model_messages(message: Message) -> list[dict[str, Any]]:
             continue
         parts: list[dict[str, Any]] = []
         for part in content:
-            kind = part.get("type")
-            if kind == "tool-call":
+            if part["type"] == "tool-call":
                 inputs[part["toolCallId"]] = part.get("args")
                 parts.append(_stamped({"type": "tool-call", "toolCallId": part["toolCallId"],
                                        "toolName": part["toolName"], "input": part.get("args")},
                                       stamp))
-            elif kind == "tool-result":
+            elif part["type"] == "tool-result":
                 value = part.get("result")
                 is_error = part.get("isError") is True
                 output = {"type": ("error-text" if isinstance(value, str) else "error-json")
@@ -150,7 +150,7 @@ def message_snapshot(message_list: MessageList) -> dict[str, list[dict[str, Any]
     return {"all": every, "user": user, "nonUser": non_user}
 
 
-def _ui_part(part: Any, created: int, model: str) -> dict[str, Any] | None:
+def _ui_part(part: object, created: int, model: str) -> dict[str, object] | None:
     """One stored part as an AI SDK v5 ``UIMessage`` part (``None``: not shown to a UI)."""
     stamp = {"mastra": {"createdAt": created}}
     if isinstance(part, TextPart):
@@ -218,7 +218,7 @@ def _step_content(response: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [part for message in tail for part in message["content"]]
 
 
-def _usage(usage: Usage, raw: Any) -> UsagePayload:
+def _usage(usage: Usage, raw: object) -> UsagePayload:
     return UsagePayload(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
                         total_tokens=usage.total_tokens,
                         raw=raw if raw is not UNSET and raw is not None else {
@@ -227,7 +227,7 @@ def _usage(usage: Usage, raw: Any) -> UsagePayload:
                             "totalTokens": usage.total_tokens})
 
 
-def _usage_dict(usage: UsagePayload) -> dict[str, Any]:
+def _usage_dict(usage: UsagePayload) -> dict[str, object]:
     return {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens,
             "totalTokens": usage.total_tokens, "raw": usage.raw}
 
@@ -255,8 +255,8 @@ class StepEnd:
         self.raw: Any = UNSET
 
     def step_finish(self, *, reason: str, continued: bool, text: str,
-                    tool_calls: list[dict[str, Any]], usage: Usage, message_id: str,
-                    metadata: dict[str, Any], raw_usage: Any, message_list: MessageList,
+                    tool_calls: list[StepToolCall], usage: Usage, message_id: str,
+                    metadata: dict[str, Any], raw_usage: object, message_list: MessageList,
                     retry_count: int, is_accepted: bool = True) -> StepFinishPayload:
         """The ``step-finish`` payload of a step; ``is_accepted=False`` for an attempt that is
         withdrawn (its record is not kept in ``output.steps``)."""
@@ -275,7 +275,7 @@ class StepEnd:
             metadata=metadata, output=_output(text, tool_calls, step_usage, list(self.steps)),
             messages=snapshot, processor_retry_count=retry_count)
 
-    def finish(self, *, reason: str, text: str, usage: Usage, message_id: str, model: Any,
+    def finish(self, *, reason: str, text: str, usage: Usage, message_id: str, model: object,
                message_list: MessageList, thread_id: str | None = None,
                resource_id: str | None = None) -> FinishPayload:
         """The ``finish`` payload: the run's usage, the last step's metadata and raw usage, and
@@ -295,9 +295,9 @@ class StepEnd:
             messages=snapshot, processor_retry_count=0, response=response)
 
 
-def _output(text: str, tool_calls: list[dict[str, Any]], usage: UsagePayload,
-            steps: list[dict[str, Any]]) -> StepOutputPayload:
+def _output(text: str, tool_calls: list[StepToolCall], usage: UsagePayload,
+            steps: list[dict[str, object]]) -> StepOutputPayload:
     return StepOutputPayload(
         text=text, usage=usage, steps=steps,
-        tool_calls=[{"toolCallId": c["tool_call_id"], "toolName": c["tool_name"],
-                     "args": c["args"]} for c in tool_calls])
+        tool_calls=[{"toolCallId": c.tool_call_id, "toolName": c.tool_name,
+                     "args": c.args} for c in tool_calls])

@@ -108,7 +108,7 @@ def bar_chart(labels: Sequence[Any], values: Sequence[float], *, title: str = ""
     return HtmlBlock(f'<div class="sk-box">{svg}</div>', text)
 
 
-def stream_html(stream: Any) -> str:
+def stream_html(stream: object) -> str:
     """An ``AgentStream`` as a note on how to watch it (or that it has been consumed)."""
     if getattr(stream, "_done", False):
         state = ("consumed — <code>await stream.result()</code> gives the "

@@ -85,7 +85,7 @@ class _Box:
     def cy(self) -> float:
         return self.y + self.h / 2
 
-    def port(self, side: str, key: Any) -> tuple[float, float]:
+    def port(self, side: str, key: object) -> tuple[float, float]:
         keys = self.ports[side]
         i = keys.index(key)
         y = self.y + self.h * (i + 1) / (len(keys) + 1)

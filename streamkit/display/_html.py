@@ -80,30 +80,30 @@ class HtmlBlock:
         return self.text or "<HTML block>"
 
 
-def esc(value: Any) -> str:
+def esc(value: object) -> str:
     """``value`` as text, HTML-escaped (quotes too, so it is safe inside attributes)."""
     return html.escape(str(value), quote=True)
 
 
-def is_unset(value: Any) -> bool:
+def is_unset(value: object) -> bool:
     """True for msgspec's ``UNSET`` (an absent field), without importing msgspec eagerly."""
     return type(value).__name__ == "UnsetType"
 
 
-def attr(obj: Any, name: str) -> Any:
+def attr(obj: object, name: str) -> Any:
     """``obj.name``, or ``None`` when it is missing or ``UNSET``."""
     value = getattr(obj, name, None)
     return None if value is None or is_unset(value) else value
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> object:
     try:
         return msgspec.to_builtins(value)
     except Exception:  # noqa: BLE001 - anything msgspec cannot convert is shown by repr
         return repr(value)
 
 
-def fmt_value(value: Any) -> str:
+def fmt_value(value: object) -> str:
     """A compact one-line form: strings as they are, everything else as JSON (or ``repr``)."""
     if value is None or is_unset(value):
         return ""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO
 
@@ -30,7 +31,7 @@ _PROMPT_TYPES = frozenset(("tool-call", "tool-result", "tool-error", "tripwire",
 class DisplayHandle(Protocol):
     """What ``live`` needs from a display: ``IPython.display.DisplayHandle`` fits."""
 
-    def update(self, obj: Any) -> Any: ...
+    def update(self, obj: object) -> Any: ...
 
 
 @dataclass
@@ -50,7 +51,7 @@ class _Snapshot:
         self.html = html
         self.text = text
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         return {"text/plain": self.text, "text/html": self.html}
 
     def _repr_html_(self) -> str:
@@ -76,7 +77,7 @@ class LiveView:
     attempt: int = 0
     started: float = field(default_factory=time.perf_counter)
 
-    def feed(self, chunk: Any) -> list[str]:
+    def feed(self, chunk: object) -> list[str]:
         """Take one chunk; return the lines to print for it (the print fallback's output)."""
         self.chunks.append(chunk)
         self.times.append(time.perf_counter() - self.started)
@@ -124,7 +125,7 @@ class LiveView:
             self.finish_reason = fmt_value(attr(step, "reason")) if step is not None else None
         return []
 
-    def _withdraw(self, data: dict[str, Any]) -> list[str]:
+    def _withdraw(self, data: Mapping[str, object]) -> list[str]:
         """A retried step: strike out what this attempt showed and say why."""
         withdrawn = ""
         for item in self.items:
@@ -299,7 +300,7 @@ async def live(stream: Any, *, handle: DisplayHandle | None = None, min_interval
     return result
 
 
-async def _close(stream: Any) -> None:
+async def _close(stream: object) -> None:
     """Close a stream we stopped reading because of an error (closes the model's stream too)."""
     closer = getattr(stream, "aclose", None)
     if closer is None:

@@ -50,7 +50,7 @@ def _kind(chunk_type: str) -> str:
     return "step"
 
 
-def chunk_row(chunk: Any) -> dict[str, str]:
+def chunk_row(chunk: object) -> dict[str, str]:
     """The display cells of one chunk: ``type``, ``text``, ``tool``, ``id`` (plain strings)."""
     ctype = str(getattr(chunk, "type", type(chunk).__name__))
     payload = attr(chunk, "payload")
@@ -169,7 +169,7 @@ def chunks_html(chunks: Sequence[Any], *, times: Sequence[float] | None = None,
             f"{table_html(_CHUNK_HEADERS, rows, classes, numeric=(0, 5))}{summary}</div>")
 
 
-async def collect(source: Any, pipeline: Any = None, *, limit: int | None = None
+async def collect(source: object, pipeline: object = None, *, limit: int | None = None
                   ) -> ChunkTable:
     """Consume a chunk source into a ``ChunkTable``, recording when each chunk arrived.
 
@@ -205,7 +205,7 @@ async def collect(source: Any, pipeline: Any = None, *, limit: int | None = None
 _PROC_HEADERS = ("#", "id", "class", "hooks", "flags")
 
 
-def show_processors(processors: Any) -> HtmlBlock:
+def show_processors(processors: object) -> HtmlBlock:
     """Processors (a list, a ``Pipeline`` or one) as a table: id, class, each hook with the
     parameters it asks for (``async`` marked), and flags (data parts, multi-emit, flush,
     on_violation). Registration validates them, so a misspelled hook raises here too.
@@ -291,9 +291,9 @@ _STEP_HEADERS = ("step", "attempt", "finish", "text", "tool calls", "tool result
 
 
 def _step_cells(s: Any) -> list[str]:
-    calls = ", ".join(f"{c.get('tool_name')}({fmt_value(c.get('args'))})" for c in s.tool_calls)
-    results = ", ".join(f"{r.get('tool_name')} → {'✗ ' if r.get('is_error') else ''}"
-                        f"{fmt_value(r.get('result'))}" for r in s.tool_results)
+    calls = ", ".join(f"{c.tool_name}({fmt_value(c.args)})" for c in s.tool_calls)
+    results = ", ".join(f"{r.tool_name} → {'✗ ' if r.is_error else ''}"
+                        f"{fmt_value(r.result)}" for r in s.tool_results)
     u = s.usage
     tokens = f"{u.input_tokens}/{u.output_tokens}/{u.total_tokens}"
     trip = ""

@@ -41,7 +41,7 @@ from ._store import MessageStore, Thread, from_micros, now_micros
 __all__ = ["Memory", "storable_messages"]
 
 
-def _check_id(name: str, value: Any, *, optional: bool = False) -> None:
+def _check_id(name: str, value: object, *, optional: bool = False) -> None:
     if value is None and optional:
         return
     if not isinstance(value, str) or not value:
@@ -203,7 +203,7 @@ class Memory:
         return list(history)
 
     async def remember(self, thread_id: str, resource_id: str | None,
-                       message_list: Any) -> list[Message]:
+                       message_list: object) -> list[Message]:
         """Store this call's turn: ``message_list.get.input.db() + .get.response.db()`` as they
         are after every processor, filtered by the rules of the module docstring, in one
         transaction. Returns the stored copies (``[]`` when nothing was left to store).

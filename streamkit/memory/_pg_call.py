@@ -219,7 +219,7 @@ class Statement(NamedTuple):
     params: Sequence[Any] | None = None
 
 
-def _quiet(conn: psycopg.AsyncConnection[Any]) -> bool:
+def _quiet(conn: psycopg.AsyncConnection[object]) -> bool:
     """Whether nothing arrived on an idle pooled connection: a server that ended the session
     (``pg_terminate_backend``, a restart, a proxy's idle timeout) has sent its goodbye or closed
     the socket, which makes it readable. A zero-time ``select``: no round trip."""

@@ -160,7 +160,7 @@ def _driver() -> _Driver:
                    psycopg.conninfo.conninfo_to_dict)  # psycopg imports its conninfo
 
 
-def _nul_in(value: Any) -> str | None:
+def _nul_in(value: object) -> str | None:
     """The first str (key or value) holding a NUL in a JSON-able structure, or ``None``."""
     if isinstance(value, str):
         return value if "\x00" in value else None
@@ -421,7 +421,7 @@ class PostgresStore:
         except OSError as exc:  # TimeoutError included
             raise self._failure(what, thread_id, exc, call, writes) from exc
 
-    async def _call(self, call: Call, statements: Sequence[Statement]) -> list[list[Any]]:
+    async def _call(self, call: Call, statements: Sequence[Statement]) -> list[list[object]]:
         return await transact_pipelined(await self._get_pool(call), call, statements,
                                         self._sizes[1], self._db.Error)
 
@@ -458,7 +458,7 @@ class PostgresStore:
 
     # ------------------------------------------------------------------ the protocol
 
-    def _statement(self, name: str, *params: Any) -> Statement:
+    def _statement(self, name: str, *params: object) -> Statement:
         return Statement(self._q[name], params)
 
     async def create_thread(self, thread: Thread) -> Thread:
@@ -601,7 +601,7 @@ class PostgresStore:
         messages = self._messages(thread_id, [r[6:] for r in reversed(rows)])
         return thread, messages
 
-    def _messages(self, thread_id: str, rows: Sequence[Sequence[Any]]) -> list[Message]:
+    def _messages(self, thread_id: str, rows: Sequence[Sequence[object]]) -> list[Message]:
         try:
             return [message_of(row) for row in rows]
         except (MessageError, msgspec.DecodeError, msgspec.ValidationError) as exc:

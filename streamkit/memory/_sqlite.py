@@ -178,7 +178,7 @@ class SQLiteStore:
     # ------------------------------------------------------------------ the worker thread
 
     async def _call(self, what: str, thread_id: str | None,
-                    fn: Callable[..., _T], *args: Any) -> _T:
+                    fn: Callable[..., _T], *args: object) -> _T:
         with self._guard:
             if self._closed:
                 raise MemoryStoreError(f"memory store {self.path}: could not {what} "
@@ -193,7 +193,7 @@ class SQLiteStore:
         return await future
 
     def _run(self, what: str, thread_id: str | None, fn: Callable[..., _T],
-             args: tuple[Any, ...]) -> _T:
+             args: tuple[object, ...]) -> _T:
         """Run ``fn(connection, *args)`` on the worker; the one place sqlite3 errors are mapped."""
         try:
             conn = self._conn

@@ -29,15 +29,17 @@ from __future__ import annotations
 import base64
 import os
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
 import msgspec
 
+from .._prompt import PromptMessage
 from ..chunks import (
     Finish,
     FinishPayload,
+    ModelChunk,
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
@@ -138,7 +140,7 @@ def _malformed(data: str, exc: Exception, url: str) -> APICallError:
                         is_retryable=False)
 
 
-def _tool_input(args: Any) -> dict[str, Any]:
+def _tool_input(args: object) -> dict[str, object]:
     # tool_use.input must be an object; raw (malformed) argument text is kept under "input".
     if isinstance(args, dict):
         return args
@@ -176,7 +178,7 @@ def _assistant_blocks(content: Any, where: str) -> list[dict[str, Any]]:
     return blocks
 
 
-def to_anthropic_messages(prompt: list[dict[str, Any]]
+def to_anthropic_messages(prompt: Sequence[PromptMessage]
                           ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Core-format messages as ``(system blocks, messages)`` for the Messages API.
 
@@ -217,7 +219,9 @@ def to_anthropic_messages(prompt: list[dict[str, Any]]
         if not isinstance(msg, dict):
             raise MessageError(f"{where}: expected a dict with role and content, got "
                                f"{type(msg).__name__}")
-        role, content = msg.get("role"), msg.get("content")
+        # Read as untrusted: a hook may hand back any prompt; each value is checked below.
+        role: object = msg.get("role")
+        content: Any = msg.get("content")
         if role == "system":
             text = content if isinstance(content, str) else \
                 "".join(p.get("text", "") for p in content or ())
@@ -255,7 +259,7 @@ def to_anthropic_messages(prompt: list[dict[str, Any]]
     return system, messages
 
 
-def _tool_choice(choice: Any) -> dict[str, Any]:
+def _tool_choice(choice: object) -> dict[str, object]:
     if choice == "auto":
         return {"type": "auto"}
     if choice == "required":
@@ -461,7 +465,7 @@ class _MessagesTranslator:
             self.metadata = None
         return out  # ping, and event types added to the API later, are ignored
 
-    def _start(self, index: int | None, block: _ContentBlock, out: list[Any]) -> None:
+    def _start(self, index: int | None, block: _ContentBlock, out: list[object]) -> None:
         run_id, kind = self.run_id, block.type
         if index is None:
             if kind in ("text", "thinking", "tool_use"):
@@ -502,7 +506,7 @@ class _MessagesTranslator:
                                          from_=_AGENT))
         # server tool blocks (web search...) are provider-executed and not modelled: skipped
 
-    def _delta(self, block: _Block, delta: _Delta, out: list[Any]) -> None:
+    def _delta(self, block: _Block, delta: _Delta, out: list[object]) -> None:
         run_id, kind = self.run_id, delta.type
         if kind == "text_delta" or (kind == "input_json_delta" and block.kind == "text"):
             text = delta.text if kind == "text_delta" else delta.partial_json
@@ -521,7 +525,7 @@ class _MessagesTranslator:
         elif kind == "signature_delta":
             block.signature = (block.signature or "") + (delta.signature or "")
 
-    def _stop(self, block: _Block, out: list[Any]) -> None:
+    def _stop(self, block: _Block, out: list[object]) -> None:
         run_id = self.run_id
         if block.kind == "text":
             out.append(TextEnd(id=block.id, type="text-end", run_id=run_id, from_=_AGENT))
@@ -620,7 +624,7 @@ class AnthropicModel(HTTPModel):
             self.base_url = self.base_url[:-3]
         self.anthropic_version = anthropic_version
 
-    def _request_headers(self, settings: Mapping[str, Any]) -> dict[str, str]:
+    def _request_headers(self, settings: Mapping[str, object]) -> dict[str, str]:
         key = self.api_key if self.api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
         if not key and self.base_url == ANTHROPIC_BASE_URL:
             raise StreamkitError(
@@ -633,7 +637,7 @@ class AnthropicModel(HTTPModel):
         headers.update(self._extra_headers(settings))
         return headers
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Stream one step for ``request`` (see ``streamkit.models._base``).
 
         Raises:
@@ -651,9 +655,10 @@ class AnthropicModel(HTTPModel):
                         lambda deadline: self._step(url, body, headers, run_id, is_structured,
                                                     deadline))
 
-    async def _step(self, url: str, body: dict[str, Any], headers: dict[str, str], run_id: str,
+    async def _step(self, url: str, body: Mapping[str, object], headers: dict[str, str],
+                    run_id: str,
                     is_structured: bool, deadline: Deadline | None
-                    ) -> AsyncGenerator[Any, None]:
+                    ) -> AsyncGenerator[ModelChunk, None]:
         state = _MessagesTranslator(run_id, url, is_structured=is_structured)
         async for event in self._session.sse(url, body, headers, deadline=deadline,
                                              max_event_bytes=self.max_event_bytes):

@@ -15,11 +15,17 @@ module is what they build on.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
-__all__ = ["Model", "ModelRequest", "ToolSpec"]
+from .._prompt import PromptMessage
+from ..chunks import ModelChunk
+
+__all__ = ["Model", "ModelRequest", "ToolSpec", "ToolChoice"]
+
+#: ``"auto"``, ``"none"``, ``"required"`` or ``{"type": "tool", "toolName": name}``.
+ToolChoice: TypeAlias = str | Mapping[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +47,8 @@ class ModelRequest:
 
     Attributes:
         prompt: provider-shaped messages (the "core" format of ``MessageList.get.all.core()``:
-            ``{"role": "system"|"user"|"assistant"|"tool", "content": ...}``).
+            ``{"role": "system"|"user"|"assistant"|"tool", "content": ...}``), typed as
+            ``PromptMessage`` (``streamkit.messages``).
         tools: the tools the model may call this step.
         tool_choice: ``"auto"``, ``"none"``, ``"required"`` or ``{"type": "tool", "toolName": n}``.
         model_settings: ``temperature``, ``max_tokens``, ``top_p``, ``stop``, ``seed``, ...
@@ -51,9 +58,9 @@ class ModelRequest:
         step_number: the agent step this call belongs to.
     """
 
-    prompt: list[dict[str, Any]]
+    prompt: list[PromptMessage]
     tools: list[ToolSpec] = field(default_factory=list)
-    tool_choice: Any = None
+    tool_choice: ToolChoice | None = None
     model_settings: dict[str, Any] = field(default_factory=dict)
     provider_options: dict[str, Any] = field(default_factory=dict)
     structured_output: dict[str, Any] | None = None
@@ -68,6 +75,6 @@ class Model(Protocol):
     provider: str
     model_id: str
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Stream one step's chunks (see the module docstring). Raises ``APICallError``."""
         ...

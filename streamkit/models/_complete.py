@@ -7,8 +7,10 @@ and joins its text deltas, raising ``APICallError`` as the model does.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from .._prompt import PromptMessage
 from ..chunks import Finish, TextDelta
 from ..errors import APICallError
 from ._base import ModelRequest
@@ -17,7 +19,8 @@ from ._resolve import resolve_model
 __all__ = ["complete"]
 
 
-async def complete(model: Any, prompt: str | list[dict[str, Any]], *, system: str | None = None,
+async def complete(model: object, prompt: str | Sequence[PromptMessage], *,
+                   system: str | None = None,
                    model_settings: dict[str, Any] | None = None,
                    structured_output: dict[str, Any] | None = None) -> str:
     """Ask ``model`` once and return its text.
@@ -37,7 +40,8 @@ async def complete(model: Any, prompt: str | list[dict[str, Any]], *, system: st
         'safe'
     """
     resolved = resolve_model(model)
-    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+    messages: list[PromptMessage] = [{"role": "user", "content": prompt}] \
+        if isinstance(prompt, str) else list(prompt)
     if system:
         messages.insert(0, {"role": "system", "content": system})
     request = ModelRequest(prompt=messages, model_settings=dict(model_settings or {}),

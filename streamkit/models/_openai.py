@@ -20,16 +20,18 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import msgspec
 
+from .._prompt import PromptMessage
 from ..chunks import (
     Finish,
     FinishPayload,
+    ModelChunk,
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
@@ -136,7 +138,7 @@ def _assistant(content: Any, where: str) -> dict[str, Any]:
     return message
 
 
-def to_openai_messages(prompt: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def to_openai_messages(prompt: Sequence[PromptMessage]) -> list[dict[str, Any]]:
     """Core-format messages (``docs/DESIGN.md``) as Chat Completions ``messages``.
 
     System and user messages map one to one (a text-only part list becomes a string, images
@@ -162,7 +164,9 @@ def to_openai_messages(prompt: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not isinstance(msg, dict):
             raise MessageError(f"{where}: expected a dict with role and content, got "
                                f"{type(msg).__name__}")
-        role, content = msg.get("role"), msg.get("content")
+        # Read as untrusted: a hook may hand back any prompt; each value is checked below.
+        role: object = msg.get("role")
+        content: Any = msg.get("content")
         if role == "system":
             out.append({"role": "system", "content": content if isinstance(content, str) else
                         "".join(p.get("text", "") for p in content or ())})
@@ -187,7 +191,7 @@ def to_openai_messages(prompt: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _tool_choice(choice: Any) -> Any:
+def _tool_choice(choice: object) -> object:
     if choice in ("auto", "none", "required"):
         return choice
     if isinstance(choice, dict) and choice.get("type") == "tool" and choice.get("toolName"):
@@ -322,7 +326,7 @@ def _usage(raw: _Usage | None) -> UsagePayload:
     return usage
 
 
-def _status_of(error: Any) -> int | None:
+def _status_of(error: object) -> int | None:
     code: Any = error.get("code") if isinstance(error, dict) else None
     if isinstance(code, bool) or not isinstance(code, (int, str)) or len(str(code)) > 3:
         return None
@@ -405,7 +409,7 @@ class _ChatTranslator:
                                  status_code=_status_of(error if isinstance(error, dict)
                                                         else obj))
 
-    def _frame(self, frame: _Frame) -> list[Any]:
+    def _frame(self, frame: _Frame) -> list[object]:
         out: list[Any] = []
         if not self.has_metadata:
             self.has_metadata = True
@@ -426,7 +430,7 @@ class _ChatTranslator:
             self.metadata = None
         return out
 
-    def _metadata(self, frame: _Frame) -> Any:
+    def _metadata(self, frame: _Frame) -> object:
         fields: dict[str, Any] = {}
         if isinstance(frame.id, str):
             fields["id"] = frame.id
@@ -440,7 +444,7 @@ class _ChatTranslator:
             fields["timestamp"] = datetime.fromtimestamp(created, UTC)
         return ResponseMetadata(run_id=self.run_id, from_=_AGENT, **fields)
 
-    def _delta(self, delta: _Delta, out: list[Any]) -> None:
+    def _delta(self, delta: _Delta, out: list[object]) -> None:
         run_id = self.run_id
         reasoning = delta.reasoning_content or delta.reasoning
         if reasoning:
@@ -464,12 +468,12 @@ class _ChatTranslator:
             self._end_reasoning(out)
             self._tool_delta(call, out)
 
-    def _end_reasoning(self, out: list[Any]) -> None:
+    def _end_reasoning(self, out: list[object]) -> None:
         if self.reasoning_id is not None:
             out.append(ReasoningEnd(id=self.reasoning_id, run_id=self.run_id, from_=_AGENT))
             self.reasoning_id = None
 
-    def _tool_delta(self, call: _CallDelta, out: list[Any]) -> None:
+    def _tool_delta(self, call: _CallDelta, out: list[object]) -> None:
         function = call.function or _NO_FUNCTION
         index = call.index
         if index is None:
@@ -500,7 +504,7 @@ class _ChatTranslator:
             if pending.is_started:
                 out.append(self._args_delta(pending, args))
 
-    def _args_delta(self, pending: _PendingCall, text: str) -> Any:
+    def _args_delta(self, pending: _PendingCall, text: str) -> object:
         return ToolCallDelta(tool_call_id=pending.id, tool_name=pending.name,
                              args_text_delta=text, run_id=self.run_id, from_=_AGENT)
 
@@ -595,7 +599,7 @@ class OpenAIChatModel(HTTPModel):
         self._session.key_env = "OPENAI_API_KEY"
         self.is_streaming = stream
 
-    def _request_headers(self, settings: Mapping[str, Any]) -> dict[str, str]:
+    def _request_headers(self, settings: Mapping[str, object]) -> dict[str, str]:
         key = self.api_key if self.api_key is not None else os.environ.get("OPENAI_API_KEY")
         if not key and self.base_url == OPENAI_BASE_URL:
             raise StreamkitError(
@@ -609,7 +613,7 @@ class OpenAIChatModel(HTTPModel):
         headers.update(self._extra_headers(settings))
         return headers
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Stream one step for ``request`` (see ``streamkit.models._base``).
 
         Raises:
@@ -633,9 +637,9 @@ class OpenAIChatModel(HTTPModel):
         return retrying(policy, lambda deadline: self._json_step(url, body, headers, run_id,
                                                                  deadline))
 
-    async def _stream_step(self, url: str, body: dict[str, Any], headers: dict[str, str],
+    async def _stream_step(self, url: str, body: Mapping[str, object], headers: dict[str, str],
                            run_id: str, deadline: Deadline | None
-                           ) -> AsyncGenerator[Any, None]:
+                           ) -> AsyncGenerator[ModelChunk, None]:
         provider = self._session.provider
         state = _ChatTranslator(run_id, provider, url)
         is_done = False
@@ -657,9 +661,9 @@ class OpenAIChatModel(HTTPModel):
         for chunk in state.finish():
             yield chunk
 
-    async def _json_step(self, url: str, body: dict[str, Any], headers: dict[str, str],
+    async def _json_step(self, url: str, body: Mapping[str, object], headers: dict[str, str],
                          run_id: str, deadline: Deadline | None
-                         ) -> AsyncGenerator[Any, None]:
+                         ) -> AsyncGenerator[ModelChunk, None]:
         data = await self._session.post(url, body, headers, deadline=deadline,
                                         max_bytes=self.max_event_bytes)
         state = _ChatTranslator(run_id, self._session.provider, url)

@@ -19,6 +19,7 @@ from typing import Any
 from ..chunks import (
     Finish,
     FinishPayload,
+    ModelChunk,
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
@@ -82,7 +83,7 @@ def reasoning(content: str) -> _Reasoning:
     return _Reasoning(content)
 
 
-def tool_call(name: str, args: Any = None, id: str | None = None) -> _ToolCall:
+def tool_call(name: str, args: object = None, id: str | None = None) -> _ToolCall:
     """A step part that calls tool ``name`` with ``args`` (a dict; streamed as JSON deltas)."""
     return _ToolCall(name, {} if args is None else args, id)
 
@@ -143,7 +144,7 @@ def _record(request: ModelRequest) -> RecordedRequest:
         tool_specs=list(request.tools))
 
 
-async def _emit_step(step: ScriptStep, request: ModelRequest) -> AsyncIterator[Any]:
+async def _emit_step(step: ScriptStep, request: ModelRequest) -> AsyncIterator[ModelChunk]:
     parts = step if isinstance(step, (list, tuple)) else [step]
     run_id = request.run_id
     frm = "AGENT"
@@ -229,7 +230,7 @@ class ScriptedModel:
     def __repr__(self) -> str:
         return f"ScriptedModel({len(self.steps)} steps, {self.calls} calls)"
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         self.requests.append(_record(request))
         index = self.calls
         self.calls += 1
@@ -269,14 +270,14 @@ class FunctionModel:
         self.requests: list[RecordedRequest] = []
         self.calls = 0
 
-    async def _run(self, request: ModelRequest) -> AsyncIterator[Any]:
+    async def _run(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         step = self.fn(request)
         if inspect.isawaitable(step):
             step = await step
         async for chunk in _emit_step(step, request):
             yield chunk
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         self.requests.append(_record(request))
         self.calls += 1
         return self._run(request)

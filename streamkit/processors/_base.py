@@ -91,10 +91,10 @@ class Processor:
     def display_name(self) -> str:
         return self.name or self.id or type(self).__name__
 
-    def __or__(self, other: Any) -> Pipeline:
+    def __or__(self, other: object) -> Pipeline:
         return Pipeline(self, other)
 
-    def __ror__(self, other: Any) -> Pipeline:
+    def __ror__(self, other: object) -> Pipeline:
         return Pipeline(other, self)
 
     def __repr__(self) -> str:
@@ -155,7 +155,7 @@ class Pipeline(Processor):
         'hi'
     """
 
-    def __init__(self, *members: Any, id: str | None = None) -> None:
+    def __init__(self, *members: object, id: str | None = None) -> None:
         flat: list[Any] = []
         for member in members:
             if isinstance(member, Pipeline):
@@ -195,8 +195,8 @@ class Pipeline(Processor):
         """Flush every member in order (``None`` when no member flushes)."""
         return self._flush if any(s.flush for s in self._member_specs()) else None
 
-    def _chain(self, state: dict[Any, Any], writer: Writer | None, message_list: Any,
-               request_context: Any, retry_count: int) -> StreamChain:
+    def _chain(self, state: dict[Any, Any], writer: Writer | None, message_list: object,
+               request_context: object, retry_count: int) -> StreamChain:
         chain = state.get(_CHAIN)
         if chain is None:
             runtime = RequestRuntime(request_context, timed=False)
@@ -206,29 +206,30 @@ class Pipeline(Processor):
         chain.retry_count = retry_count
         return chain
 
-    def _push(self, part: Any, state: dict[Any, Any], writer: Writer | None = None,
+    def _push(self, part: Any, state: dict[object, object], writer: Writer | None = None,
               message_list: Any = None, request_context: Any = None, retry_count: int = 0
               ) -> Any:
         return self._chain(state, writer, message_list, request_context, retry_count).push(part)
 
-    async def _push_async(self, part: Any, state: dict[Any, Any], writer: Writer | None = None,
+    async def _push_async(self, part: Any, state: dict[object, object],
+                          writer: Writer | None = None,
                           message_list: Any = None, request_context: Any = None,
                           retry_count: int = 0) -> Any:
         return await self._chain(state, writer, message_list, request_context,
                                  retry_count).push(part)
 
-    async def _flush(self, state: dict[Any, Any], writer: Writer | None = None,
-                     message_list: Any = None, request_context: Any = None,
-                     retry_count: int = 0) -> list[Any]:
+    async def _flush(self, state: dict[object, object], writer: Writer | None = None,
+                     message_list: object = None, request_context: object = None,
+                     retry_count: int = 0) -> list[object]:
         chain = self._chain(state, writer, message_list, request_context, retry_count)
         return await chain.flush()
 
     # -- a sequence of members ------------------------------------------------------------------
 
-    def __or__(self, other: Any) -> Pipeline:
+    def __or__(self, other: object) -> Pipeline:
         return Pipeline(self, other)
 
-    def __ror__(self, other: Any) -> Pipeline:
+    def __ror__(self, other: object) -> Pipeline:
         return Pipeline(other, self)
 
     def __iter__(self) -> Iterator[Any]:
@@ -241,7 +242,7 @@ class Pipeline(Processor):
         return f"Pipeline({', '.join(repr(m) for m in self.members)})"
 
 
-def flatten_processors(processors: Any) -> list[Any]:
+def flatten_processors(processors: object) -> list[Any]:
     """Flatten a processor, a ``Pipeline`` or an iterable of them into a plain list."""
     if processors is None:
         return []

@@ -18,17 +18,23 @@ decision"):
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .._message_list import Source
+from .._prompt import PromptMessage
+from ..chunks import Chunk
 from ..errors import ProcessorError
 from ..messages import Message, MessageList
 from ..tripwire import TripWire
 from ._chain import bounded, hook_failure
 from ._runtime import RequestRuntime, now
 from ._spec import ProcessorSpec
+
+if TYPE_CHECKING:
+    from ..models import Model
+    from ..models._base import ToolChoice
 
 __all__ = ["StepOverrides", "MessagesUpdate", "LLMRequestUpdate", "APIErrorResult", "call_hook",
            "run_message_hook", "run_input_step", "run_llm_request", "run_llm_response",
@@ -37,24 +43,45 @@ __all__ = ["StepOverrides", "MessagesUpdate", "LLMRequestUpdate", "APIErrorResul
 log = logging.getLogger("streamkit.processors")
 
 
+#: A message as a hook may hand one back: a ``Message``, a string (a user message) or a plain
+#: dict (normalised as ``MessageList.add`` does).
+MessageLike: TypeAlias = Message | str | Mapping[str, Any]
+
+#: A ``tools`` override: ``Tool`` objects / ``@tool`` functions / typed functions, as a list or
+#: as ``{name: tool}`` (what ``Agent(tools=...)`` accepts). Typed as callables, not ``Tool``:
+#: ``streamkit.tools`` imports this package, so naming ``Tool`` here would close a circle.
+ToolsOverride: TypeAlias = Sequence[Callable[..., object]] | Mapping[str, Callable[..., object]]
+
+
 @dataclass(slots=True)
 class StepOverrides:
     """What ``process_input_step`` (and ``prepare_step``) may change for one step.
 
     Every field left as ``None`` keeps its current value. Overrides chain: the next processor
-    sees the values the previous one set, and they apply to this step only.
+    sees the values the previous one set, and they apply to this step only. Each field is
+    typed (issue 32), so a misspelled field or a wrong value is a type checker's error:
+
+    Attributes:
+        model: a model object (anything with ``stream(request)``) or a router id string.
+        tool_choice: ``"auto"``, ``"none"``, ``"required"`` or ``{"type": "tool",
+            "toolName": name}``.
+        active_tools: the names of the tools the model may call this step.
+        tools: the tools of this step (a list, or ``{name: tool}``).
+        messages, message_list, system_messages: as a message hook's result.
+        provider_options, model_settings: replace the step's (``temperature``, ...).
+        structured_output: a type or a JSON schema the answer must follow.
     """
 
-    model: Any = None
-    tool_choice: Any = None
-    active_tools: list[str] | None = None
-    tools: Any = None
-    messages: list[Any] | None = None
+    model: Model | str | None = None
+    tool_choice: ToolChoice | None = None
+    active_tools: Sequence[str] | None = None
+    tools: ToolsOverride | None = None
+    messages: Sequence[MessageLike] | None = None
     message_list: MessageList | None = None
-    system_messages: list[Any] | None = None
-    provider_options: dict[str, Any] | None = None
-    model_settings: dict[str, Any] | None = None
-    structured_output: Any = None
+    system_messages: Sequence[MessageLike] | None = None
+    provider_options: Mapping[str, Any] | None = None
+    model_settings: Mapping[str, Any] | None = None
+    structured_output: type | Mapping[str, Any] | None = None
 
     def set_fields(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)
@@ -108,8 +135,8 @@ class LLMRequestUpdate:
         ...     return LLMRequestUpdate(prompt=[*prompt, terse])
     """
 
-    prompt: list[dict[str, Any]] | None = None
-    response: Sequence[Any] | None = None
+    prompt: list[PromptMessage] | None = None
+    response: Sequence[Chunk] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -218,7 +245,7 @@ async def run_message_hook(runtime: RequestRuntime, specs: Sequence[ProcessorSpe
             probe.message_hook(spec, hook, seen, _messages_for(hook, message_list))
 
 
-def _apply(spec: ProcessorSpec, hook: str, message_list: MessageList, result: Any,
+def _apply(spec: ProcessorSpec, hook: str, message_list: MessageList, result: object,
            given: list[Any], default_source: Source) -> None:
     if isinstance(result, MessagesUpdate):
         result = result.as_dict()
@@ -309,15 +336,16 @@ def llm_request_order(specs: Sequence[ProcessorSpec]) -> list[ProcessorSpec]:
 
 
 async def run_llm_request(runtime: RequestRuntime, specs: Sequence[ProcessorSpec],
-                          available: dict[str, Any], *, step: int) -> tuple[Any, list[Any] | None]:
+                          available: dict[str, Any], *, step: int
+                          ) -> tuple[list[PromptMessage], list[Chunk] | None]:
     """Run ``process_llm_request``: returns ``(prompt, response_chunks_or_None)``.
 
     ``{"prompt": p}`` replaces the prompt for the next processor and for this call only (never
     stored); ``{"response": chunks}`` short-circuits the model — the first processor to return a
     response wins, later processors still run. The order is ``llm_request_order``'s.
     """
-    prompt = available["prompt"]
-    response: list[Any] | None = None
+    prompt: list[PromptMessage] = available["prompt"]
+    response: list[Chunk] | None = None
     for spec in llm_request_order(specs):
         args = dict(available)
         args["prompt"] = prompt
@@ -352,7 +380,7 @@ async def run_llm_request(runtime: RequestRuntime, specs: Sequence[ProcessorSpec
 
 
 async def run_llm_response(runtime: RequestRuntime, specs: Sequence[ProcessorSpec],
-                           available: dict[str, Any], *, step: int) -> None:
+                           available: Mapping[str, object], *, step: int) -> None:
     """Run ``process_llm_response`` (return values are ignored)."""
     for spec in specs:
         if "process_llm_response" in spec.hooks:
@@ -360,7 +388,7 @@ async def run_llm_response(runtime: RequestRuntime, specs: Sequence[ProcessorSpe
 
 
 async def run_api_error(runtime: RequestRuntime, specs: Sequence[ProcessorSpec],
-                        message_list: MessageList, available: dict[str, Any], *, step: int
+                        message_list: MessageList, available: Mapping[str, object], *, step: int
                         ) -> str | None:
     """Run ``process_api_error`` in order until one returns ``{"retry": True}`` (it wins; later
     ones are not called). Returns the id of the processor that asked for the retry (it names

@@ -99,7 +99,7 @@ class Writer:
     def __init__(self, sink: Callable[[Any], Any]) -> None:
         self._sink = sink
 
-    def custom(self, chunk: Any) -> Awaitable[None]:
+    def custom(self, chunk: object) -> Awaitable[None]:
         """Write ``chunk``: a ``DataChunk``, any chunk, or a dict ``{"type": "data-x", "data":
         ..., "id"?: ..., "transient"?: bool}``. The chunk is written when this returns; the
         returned awaitable is already done — awaiting it is optional (Mastra code awaits its
@@ -129,14 +129,14 @@ class _ThreadWriter(Writer):
         self._loop = loop
         self._is_open = True
 
-    def _on_loop(self, chunk: Any) -> None:
+    def _on_loop(self, chunk: object) -> None:
         if self._is_open:
             try:
                 self._loop.call_soon_threadsafe(self._deliver, chunk)
             except RuntimeError:  # the loop is closed: the run is long over
                 self._is_open = False
 
-    def _deliver(self, chunk: Any) -> None:
+    def _deliver(self, chunk: object) -> None:
         if self._is_open:
             self._target(chunk)
 
@@ -165,7 +165,7 @@ class RequestRuntime:
     """Everything per request that hooks share: ``state`` per processor id, ``abort`` per
     processor, ``request_context``, the trace, and violation handling."""
 
-    def __init__(self, request_context: Any = None, *, run_id: str = "",
+    def __init__(self, request_context: object = None, *, run_id: str = "",
                  timed: bool = True, hook_timeout: float | None = None) -> None:
         self.states: dict[str, dict[str, Any]] = {}
         #: Seconds each call of an async hook may take (``Agent(hook_timeout=)``), or ``None``.

@@ -65,7 +65,7 @@ _ALL_PARAMS = frozenset().union(*HOOK_PARAMS.values())
 _NOT_HOOKS = frozenset(("process_data_parts",))
 
 
-def is_async_callable(fn: Any) -> bool:
+def is_async_callable(fn: object) -> bool:
     """True when calling ``fn`` returns an awaitable coroutine (functions, partials, callables)."""
     while isinstance(fn, functools.partial):
         fn = fn.func
@@ -185,7 +185,7 @@ def _closest(name: str, choices: Iterable[str]) -> str:
     return match[0] if match else ""
 
 
-def _hook_spec(owner: str, hook: str, fn: Any, allowed: frozenset[str]) -> HookSpec:
+def _hook_spec(owner: str, hook: str, fn: object, allowed: frozenset[str]) -> HookSpec:
     if not callable(fn):
         raise ProcessorDefinitionError(
             f"processor {owner!r}: {hook} must be a function or method, got {type(fn).__name__}")
@@ -223,14 +223,14 @@ def _hook_spec(owner: str, hook: str, fn: Any, allowed: frozenset[str]) -> HookS
     return HookSpec(hook, fn, is_async_callable(fn), tuple(params), wants_all, positional)
 
 
-def _lookup(obj: Any, name: str) -> Any:
+def _lookup(obj: object, name: str) -> Any:
     return getattr(obj, name, None)
 
 
 _CACHE: weakref.WeakKeyDictionary[Any, ProcessorSpec] = weakref.WeakKeyDictionary()
 
 
-def register(processor: Any) -> ProcessorSpec:
+def register(processor: object) -> ProcessorSpec:
     """Validate ``processor`` and decide, once, how each of its hooks is called.
 
     Raises:

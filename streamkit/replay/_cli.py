@@ -26,6 +26,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Mapping
 from types import FrameType
 from typing import IO, Any
 
@@ -89,7 +90,7 @@ def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
 
-def _source(text: str, args: argparse.Namespace) -> Any:
+def _source(text: str, args: argparse.Namespace) -> object:
     if text.startswith("sqlite:"):
         store: Any = SQLiteStore(text.removeprefix("sqlite:"))
     elif text.startswith(("postgresql://", "postgres://")):
@@ -115,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         elif args.json_out:
             out = open(args.json_out, "w", encoding="utf-8")  # noqa: SIM115 - closed below
 
-        def write(row: dict[str, Any]) -> None:
+        def write(row: Mapping[str, object]) -> None:
             if out is not None:
                 out.write(json.dumps(row, separators=(",", ":")) + "\n")
 

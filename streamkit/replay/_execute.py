@@ -86,7 +86,7 @@ def _batches(streams: list[RecordedStream], size: int) -> list[list[RecordedStre
     return [streams[i:i + size] for i in range(0, len(streams), size)]
 
 
-def _ray_started(target: Any) -> tuple[Any, bool]:
+def _ray_started(target: object) -> tuple[Any, bool]:
     """Ray, initialised: ``(ray, started)`` — whether this replay started it (and must shut it
     down)."""
     # Ray takes seconds to import and is an optional extra: only a Ray replay loads it.
@@ -109,7 +109,7 @@ def _ray_started(target: Any) -> tuple[Any, bool]:
     return ray, True
 
 
-def replay(sources: Iterable[Any] | str, pipeline: Any, *, ray: Any = None,
+def replay(sources: Iterable[Any] | str, pipeline: object, *, ray: object = None,
            processes: int | None = None, batch_size: int = 200,
            on_stream: Callable[[dict[str, Any]], Any] | None = None,
            progress: bool = False, progress_stream: TextIO | None = None,

@@ -103,8 +103,8 @@ class _RowSender:
         self.flushed = time.monotonic()
 
 
-def _child(conn: Connection, payload: tuple[str, Any], deadline: float | None, parent: int,
-           progress: Any) -> None:
+def _child(conn: Connection, payload: tuple[str, object], deadline: float | None, parent: int,
+           progress: object) -> None:
     """A worker process: build the pipeline once, then replay each batch it is sent, sending
     ``("rows", [row, ...])`` as streams end. ``progress`` (shared memory: stream index within
     the batch, its monotonic start) says which stream runs, so its owner knows whom a death or
@@ -192,7 +192,7 @@ class StreamWorker:
             f"script without `if __name__ == '__main__':` around its replay() call — workers "
             f"are spawned and import the main module)")
 
-    def _next(self, timeout: float | None) -> tuple[str, Any]:
+    def _next(self, timeout: float | None) -> tuple[str, object]:
         """The child's next message; ``("died", how)`` if it ended, ``("late", None)`` if
         nothing came within ``timeout`` seconds."""
         if self._child is None:
@@ -326,7 +326,7 @@ def process_rows(payload: tuple[str, Any], batches: list[list[RecordedStream]], 
     stopping = threading.Event()
     pool = [StreamWorker(payload, deadline) for _ in range(workers)]
 
-    def put(item: tuple[str, Any]) -> None:
+    def put(item: tuple[str, object]) -> None:
         while not stopping.is_set():
             try:
                 results.put(item, timeout=0.2)

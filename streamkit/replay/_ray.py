@@ -149,7 +149,7 @@ class ReplayActor:
         self.worker.close()
 
 
-def _partial(batch: Any) -> Any:
+def _partial(batch: object) -> Any:
     """One block of rows → one row holding their sums (a pickled ``ReplayReport``)."""
     report = ReplayReport()
     for row in rows_of(batch):
@@ -192,7 +192,7 @@ NOT_SHIPPED = ("node_modules/", ".venv/", "venv/", ".git/", "__pycache__/", "*.p
                ".hypothesis/", ".mypy_cache/", ".pytest_cache/", ".ruff_cache/")
 
 
-def _runtime_env(modules: list[str]) -> dict[str, Any] | None:
+def _runtime_env(modules: list[str]) -> dict[str, object] | None:
     """The replay actors' ``runtime_env``: ``modules`` uploaded to the cluster (a task-level
     runtime_env takes URIs only; Ray's own upload, the one ``ray.init(runtime_env=)`` runs,
     turns the local paths into ``gcs://`` URIs)."""
@@ -214,7 +214,7 @@ def _runtime_env(modules: list[str]) -> dict[str, Any] | None:
     return env
 
 
-def _files(source: str | Path) -> tuple[Any, list[str], str, str, list[RecordedStream]]:
+def _files(source: str | Path) -> tuple[object, list[str], str, str, list[RecordedStream]]:
     """``(filesystem, paths, root, shown, failed)`` of a path or URI source."""
     import pyarrow.fs as pafs  # noqa: PLC0415 - pyarrow comes with the ray extra
 
@@ -280,10 +280,10 @@ def ray_replay(ray: Any, sources: list[Any], payload: tuple[str, Any],
                   on_stream=on_stream, cpus=cpus, exceptions=ray.exceptions)
 
 
-def _run_plan(data: Any, sources: list[Any], payload: tuple[str, Any],
+def _run_plan(data: Any, sources: list[object], payload: tuple[str, object],
               processor_ids: list[str], report: ReplayReport, *, batch_size: int,
               deadline: float | None, output: str | None, output_format: str,
-              on_stream: Callable[[dict[str, Any]], Any] | None, cpus: int,
+              on_stream: Callable[[dict[str, object]], object] | None, cpus: int,
               exceptions: Any) -> None:
     pa = _arrow()
     retries = {"max_retries": RAY_RETRIES}

@@ -26,7 +26,7 @@ import importlib
 import inspect
 import pickle
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from streamkit.errors import ChunkDecodeError, InvalidArgument, InvalidType, StreamkitError
@@ -56,7 +56,7 @@ class _Probe:
         self.seen: list[Any] = []
         seen = self.seen
 
-        def hook(part: Any) -> Any:
+        def hook(part: object) -> object:
             seen.append(part)
             return part
 
@@ -92,7 +92,7 @@ def load_pipeline(spec: str) -> Any:
     return target
 
 
-def processor_ids(pipeline: Any) -> list[str]:
+def processor_ids(pipeline: object) -> list[str]:
     """The ids of the pipeline's processors, in order."""
     return [str(getattr(p, "id", "?")) for p in flatten_processors(pipeline)]
 
@@ -125,7 +125,7 @@ def _counts(seen_in: list[Any], seen_out: list[Any]) -> dict[str, int]:
             "rewritten": rewritten, "added": new - rewritten}
 
 
-def _redactions(state: dict[str, Any]) -> int:
+def _redactions(state: Mapping[str, object]) -> int:
     found = 0
     for key in ("detections", "redactions"):
         value = state.get(key)
@@ -141,7 +141,7 @@ def error_row(stream: RecordedStream, error: str | None = None) -> dict[str, Any
             "tripwire": None, "error": error or stream.error, "processors": {}}
 
 
-async def replay_stream(pipeline: Any, stream: RecordedStream, *,
+async def replay_stream(pipeline: object, stream: RecordedStream, *,
                         deadline: float | None = None) -> dict[str, Any]:
     """Replay one recorded stream; its result row (see the module docstring).
 
@@ -199,7 +199,7 @@ async def replay_stream(pipeline: Any, stream: RecordedStream, *,
     return row
 
 
-def pipeline_payload(pipeline: Any) -> tuple[str, Any]:
+def pipeline_payload(pipeline: object) -> tuple[str, Any]:
     """What a worker needs to rebuild ``pipeline``: its ``module:attribute`` (imported there),
     or the pickled object.
 
@@ -234,7 +234,7 @@ def pipeline_of(payload: tuple[str, Any]) -> Any:
     return _LOADED[key]
 
 
-async def replay_all(pipeline: Any, streams: list[RecordedStream], *,
+async def replay_all(pipeline: object, streams: list[RecordedStream], *,
                      deadline: float | None = None,
                      rows: list[dict[str, Any]] | None = None,
                      on_row: Callable[[dict[str, Any]], Any] | None = None
@@ -265,7 +265,7 @@ async def replay_all(pipeline: Any, streams: list[RecordedStream], *,
     return rows
 
 
-def replay_rows(pipeline: Any, streams: list[RecordedStream], deadline: float | None,
+def replay_rows(pipeline: object, streams: list[RecordedStream], deadline: float | None,
                 run: Callable[[Any], Any] = asyncio.run,
                 on_row: Callable[[dict[str, Any]], Any] | None = None) -> list[dict[str, Any]]:
     """``replay_all`` from sync code, with ``run`` (``asyncio.run``, or one that also works

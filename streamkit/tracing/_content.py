@@ -17,6 +17,9 @@ from typing import Any
 
 import msgspec
 
+from .._prompt import PromptMessage
+from .._tool_records import StepToolCall
+
 __all__ = ["to_json", "input_messages", "output_messages"]
 
 _encoder = msgspec.json.Encoder(enc_hook=repr)
@@ -49,7 +52,7 @@ def _part(part: Any) -> dict[str, Any]:
     return {"type": str(kind), "mime_type": part.get("mimeType")}
 
 
-def input_messages(prompt: Sequence[dict[str, Any]]) -> str:
+def input_messages(prompt: Sequence[PromptMessage]) -> str:
     """The prompt as sent (core format) → ``gen_ai.input.messages``."""
     out = []
     for message in prompt:
@@ -60,7 +63,7 @@ def input_messages(prompt: Sequence[dict[str, Any]]) -> str:
     return to_json(out)
 
 
-def output_messages(text: str, reasoning: str, tool_calls: Sequence[dict[str, Any]],
+def output_messages(text: str, reasoning: str, tool_calls: Sequence[StepToolCall],
                     finish_reason: str) -> str:
     """What the consumer received of one step → ``gen_ai.output.messages``."""
     parts: list[dict[str, Any]] = []
@@ -68,6 +71,6 @@ def output_messages(text: str, reasoning: str, tool_calls: Sequence[dict[str, An
         parts.append({"type": "reasoning", "content": reasoning})
     if text:
         parts.append({"type": "text", "content": text})
-    parts.extend({"type": "tool_call", "id": c.get("tool_call_id"), "name": c.get("tool_name"),
-                  "arguments": c.get("args")} for c in tool_calls)
+    parts.extend({"type": "tool_call", "id": c.tool_call_id, "name": c.tool_name,
+                  "arguments": c.args} for c in tool_calls)
     return to_json([{"role": "assistant", "parts": parts, "finish_reason": finish_reason}])

@@ -275,7 +275,7 @@ async def test_a_failed_tool_is_stored_as_the_client_saw_it(tmp_path: Path) -> N
     result = await stream.result()
     (error,) = [c for c in chunks if c.__class__ is ToolErrorChunk]
     assert error.payload.error["message"] == f"card {MASKED} declined"
-    stored = [r for s in result.steps for r in s.tool_results]
+    stored = [dict(r) for s in result.steps for r in s.tool_results]  # the old-dict view
     assert stored == [{"tool_call_id": error.payload.tool_call_id, "tool_name": "fails",
                        "args": {"q": "x"}, "result": f"card {MASKED} declined",
                        "is_error": True}]
