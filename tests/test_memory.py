@@ -202,6 +202,22 @@ class TestRecall:
                 ("user", "one"), ("assistant", "re: one"), ("user", "two"),
                 ("assistant", "re: two")]
 
+    async def test_last_messages_zero_keeps_turns_in_order_within_one_millisecond(
+            self, store: MessageStore, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Nothing recalled gives the run no time to stamp after: two turns stamped in the
+        same millisecond (a fast model; the clock frozen here) are still stored in order."""
+        import streamkit._message_model as message_model
+
+        frozen = message_model.time.time_ns()
+        monkeypatch.setattr(message_model.time, "time_ns", lambda: frozen)
+        async with Memory(store, last_messages=0) as memory:
+            agent = Agent(id="a", model=FunctionModel(echo), memory=memory)
+            for question in ("one", "two", "three"):
+                await agent.generate(question, thread_id=T, resource_id=U)
+            assert texts(await memory.get_messages(T)) == [
+                ("user", "one"), ("assistant", "re: one"), ("user", "two"),
+                ("assistant", "re: two"), ("user", "three"), ("assistant", "re: three")]
+
     async def test_without_thread_id_memory_is_not_used(self, memory: Memory) -> None:
         agent = Agent(id="a", model=FunctionModel(echo), memory=memory)
         await agent.generate("hello")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 import msgspec
@@ -37,6 +38,8 @@ from streamkit.messages import Message, StepStartPart, ToolInvocationPart
 
 from ._sqlite import SQLiteStore
 from ._store import MessageStore, Thread, from_micros, now_micros
+
+_ONE_MS = timedelta(milliseconds=1)
 
 __all__ = ["Memory", "storable_messages"]
 
@@ -229,6 +232,8 @@ class Memory:
             thread = await self._owner(thread_id, None)
             owner = thread.resource_id if thread is not None else ""
         stored = storable_messages(views.input.db() + views.response.db(), thread_id, owner)
+        if stored and self.last_messages == 0:
+            stored = await self._after_stored(thread_id, stored)
         if stored:
             try:
                 await self.store.save_messages(thread_id, resource_id, stored)
@@ -236,6 +241,21 @@ class Memory:
                 await self._taken_since(thread_id, resource_id, exc)
                 raise
         return stored
+
+    async def _after_stored(self, thread_id: str, turn: list[Message]) -> list[Message]:
+        """``turn`` moved in time, as one block, to just after the thread's latest stored
+        message when it would otherwise sort before it.
+
+        A recalled history gives the run's ``MessageList`` the thread's latest time, and the
+        turn's messages are stamped after it; with ``last_messages=0`` nothing is recalled, so
+        a turn that starts within the millisecond its predecessor's last message was stamped
+        (a fast model) would sort into it: ``user two`` before ``assistant re: one``. One read
+        of the latest message, only for memories that recall nothing."""
+        latest = await self.store.get_messages(thread_id, limit=1)
+        if not latest or turn[0].created_at > latest[-1].created_at:
+            return turn
+        shift = latest[-1].created_at - turn[0].created_at + _ONE_MS
+        return [msgspec.structs.replace(m, created_at=m.created_at + shift) for m in turn]
 
     async def _taken_since(self, thread_id: str, resource_id: str | None,
                            exc: MemoryStoreError) -> None:
