@@ -54,11 +54,12 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import msgspec
 
 from ._loop_nodes import LoopNode
+from ._tool_records import StepToolCall
 from .errors import InvalidArgument
 
 __all__ = [
     "RunEvent", "RunObserver", "RunStarted", "Transition", "StepStarted", "StepFinished",
-    "HookCalled", "ToolCalled", "ToolReturned", "ModelStarted", "ModelFinished", "ModelChunk",
+    "HookCalled", "ToolCalled", "ToolReturned", "ModelStarted", "ModelFinished", "ModelProduced",
     "ProcessorAction", "ChunkOut", "RunFinished", "TripwireDetail", "ErrorDetail", "Action",
     "EVENT_TYPES", "decode_event", "EventLog", "LoopNode",
 ]
@@ -222,11 +223,11 @@ class ModelFinished(_Event, frozen=True, kw_only=True, tag="model-finish"):
     finish_reason: str | None = None
     text: str = ""
     reasoning: str = ""
-    tool_calls: list[Any] = msgspec.field(default_factory=list)
+    tool_calls: list[StepToolCall] = msgspec.field(default_factory=list)
     time_to_first_text: float | None = None
 
 
-class ModelChunk(_Event, frozen=True, kw_only=True, tag="model-chunk"):
+class ModelProduced(_Event, frozen=True, kw_only=True, tag="model-chunk"):
     """What the model produced, before any processor (``chunk``: the Mastra wire dict)."""
 
     step_number: int
@@ -284,14 +285,14 @@ class RunFinished(_Event, frozen=True, kw_only=True, tag="run-finish"):
 
 #: Any event of a run.
 RunEvent = (RunStarted | Transition | StepStarted | StepFinished | HookCalled | ToolCalled
-            | ToolReturned | ModelStarted | ModelFinished | ModelChunk | ProcessorAction
+            | ToolReturned | ModelStarted | ModelFinished | ModelProduced | ProcessorAction
             | ChunkOut | RunFinished)
 
 #: Each event's ``type`` tag → its class.
 EVENT_TYPES: dict[str, type[Any]] = {
     str(cls.__struct_config__.tag): cls
     for cls in (RunStarted, Transition, StepStarted, StepFinished, HookCalled, ToolCalled,
-                ToolReturned, ModelStarted, ModelFinished, ModelChunk, ProcessorAction,
+                ToolReturned, ModelStarted, ModelFinished, ModelProduced, ProcessorAction,
                 ChunkOut, RunFinished)}
 
 _DECODER: msgspec.json.Decoder[RunEvent] = msgspec.json.Decoder(RunEvent)

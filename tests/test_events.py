@@ -21,7 +21,7 @@ from streamkit.events import (
     ChunkOut,
     EventLog,
     HookCalled,
-    ModelChunk,
+    ModelProduced,
     ProcessorAction,
     RunFinished,
     RunObserver,
@@ -94,7 +94,7 @@ async def test_run_events_in_order_and_per_chunk_only_when_asked(mode: str) -> N
     assert result.text == "HI THERE"
     assert actions(log2, "shout") == [("changed", "hi", "HI"), ("changed", " there", " THERE")]
     assert detailed.counts["chunk"] == len(log2.of(ChunkOut)) > 0
-    assert detailed.counts["model-chunk"] == len(log2.of(ModelChunk)) > 0
+    assert detailed.counts["model-chunk"] == len(log2.of(ModelProduced)) > 0
     assert "chunk" not in plain.counts  # the plain observer of that run still got none
     assert out_text(log2) == "HI THERE"
 
@@ -286,7 +286,7 @@ async def test_actions_reconcile_model_chunks_with_chunks_out(
         P("p", process_output_stream=as_mode(policy, "async" if is_async else "sync"))])
     log = EventLog(chunk_detail=True)
     await agent.generate("hi", observers=[log])
-    model_text = {e.seq: e.chunk["payload"]["text"] for e in log.of(ModelChunk)
+    model_text = {e.seq: e.chunk["payload"]["text"] for e in log.of(ModelProduced)
                   if e.chunk["type"] == "text-delta"}
     expected = []
     for e in log.of(ProcessorAction):
@@ -345,7 +345,7 @@ async def test_holdback_guard_actions_account_for_every_character(words: list[st
     result = await agent.generate("hi", observers=[log])
     acts = [e for e in log.of(ProcessorAction) if e.chunk_type == "text-delta"]
     assert {e.action for e in acts} <= {"passed", "held", "released", "redacted"}
-    model = {e.seq: e.chunk["payload"]["text"] for e in log.of(ModelChunk)
+    model = {e.seq: e.chunk["payload"]["text"] for e in log.of(ModelProduced)
              if e.chunk["type"] == "text-delta"}
     went_in = "".join(model[e.seq] if e.action == "passed" else e.before or ""
                       for e in acts if e.action != "held")

@@ -123,7 +123,7 @@ INTENDED: dict[str, set[str]] = {
     "streamkit.tracing": {"instrument", "uninstrument"},
     "streamkit.events": {
         "RunEvent", "RunObserver", "RunStarted", "Transition", "StepStarted", "StepFinished",
-        "HookCalled", "ToolCalled", "ToolReturned", "ModelChunk", "ProcessorAction", "ChunkOut",
+        "HookCalled", "ToolCalled", "ToolReturned", "ModelProduced", "ProcessorAction", "ChunkOut",
         "RunFinished", "TripwireDetail", "Action", "EVENT_TYPES", "decode_event", "EventLog",
         "ModelStarted", "ModelFinished", "ErrorDetail", "LoopNode",
     },

@@ -19,13 +19,13 @@ from typing import Any
 import msgspec
 
 from ..chunks import Chunk, ReasoningDelta, TextDelta
-from ..events import Action, ChunkOut, ModelChunk, ProcessorAction, RunEvent
+from ..events import Action, ChunkOut, ModelProduced, ProcessorAction, RunEvent
 from ..messages import Message, TextPart, ToolInvocationPart
 from ..tripwire import TripWire
 from ..wire import to_builtins
 from ._fused import HookShape
-from ._runtime import Writer
 from ._spec import HookSpec, ProcessorSpec
+from ._writer import Writer
 
 __all__ = ["ChunkProbe", "MASK", "holds_back", "is_redactor"]
 
@@ -373,7 +373,7 @@ class ChunkProbe:
     def _model(self, chunk: Any, step_number: int) -> None:
         self.seq = seq = self._model_seq
         self._model_seq += 1
-        self.emit(ModelChunk(run_id=self.run_id, step_number=step_number, seq=seq,
+        self.emit(ModelProduced(run_id=self.run_id, step_number=step_number, seq=seq,
                              chunk=_wire(chunk)))
 
     async def out(self, chunks: AsyncGenerator[Chunk, None]) -> AsyncGenerator[Chunk, None]:
