@@ -110,7 +110,7 @@ _RULES_4O = BillingRules()
 _RULES_LEGACY = BillingRules(func_init=10)
 
 
-def _bare_model(model: Any) -> str:
+def _bare_model(model: object) -> str:
     """``"openai/gpt-4o-mini"`` → ``"gpt-4o-mini"``; a model object → its ``model_id``."""
     if model is None:
         return ""
@@ -131,7 +131,7 @@ def _tiktoken_encoding(name: str) -> str | None:
         return None
 
 
-def encoding_for_model(model: Any) -> str:
+def encoding_for_model(model: object) -> str:
     """The tiktoken encoding a model uses (by id; a router id or a model object works too).
 
     Known OpenAI families map to their encoding (``gpt-4o``, ``gpt-4.1``, ``o1``... →
@@ -146,7 +146,7 @@ def encoding_for_model(model: Any) -> str:
     return (_tiktoken_encoding(name) if name else None) or DEFAULT_ENCODING
 
 
-def _rules_for(model: Any) -> BillingRules:
+def _rules_for(model: object) -> BillingRules:
     name = _bare_model(model)
     if name.startswith(("gpt-3.5", "gpt-35")) or name == "gpt-4" or name.startswith("gpt-4-"):
         return _RULES_LEGACY
@@ -252,7 +252,7 @@ class TokenCounter:
     __slots__ = ("model", "requested_encoding", "encoding_name", "is_exact", "rules", "_enc")
     _enc: Encoding
 
-    def __init__(self, model: Any = None, *, encoding: Any = None, allow_download: bool = False,
+    def __init__(self, model: object = None, *, encoding: Any = None, allow_download: bool = False,
                  rules: BillingRules | None = None) -> None:
         self.model = _bare_model(model) or None
         self.rules = rules or _rules_for(model)
@@ -317,7 +317,7 @@ class TokenCounter:
 
     # -- messages -----------------------------------------------------------------------------
 
-    def _part(self, part: Any) -> int:
+    def _part(self, part: object) -> int:
         if not isinstance(part, Mapping):
             return self.count_text(str(part))
         kind = part.get("type")
@@ -338,13 +338,13 @@ class TokenCounter:
             return 0  # not sent back to the provider
         return self.count_text(_as_text(part))
 
-    def _tool_call(self, part: Mapping[str, Any]) -> int:
+    def _tool_call(self, part: Mapping[str, object]) -> int:
         args = part.get("args")
         text = args if isinstance(args, str) else _as_text({} if args is None else args)
         return self.rules.per_tool_call + self.count_text(str(part.get("toolName") or "")) \
             + self.count_text(text)
 
-    def count_message(self, message: Mapping[str, Any]) -> int:
+    def count_message(self, message: Mapping[str, object]) -> int:
         """Tokens of one provider-shaped ("core") message, framing included, without the
         request's reply priming. A ``tool`` message with several results counts as one message
         per result, as Chat Completions receives them."""
@@ -377,7 +377,7 @@ class TokenCounter:
             total += rules.per_name + self.count_text(name)
         return total
 
-    def count_messages(self, prompt: Iterable[Mapping[str, Any]]) -> int:
+    def count_messages(self, prompt: Iterable[Mapping[str, object]]) -> int:
         """Tokens a provider bills for ``prompt`` (core-format messages), reply priming
         included; ``0`` for an empty prompt."""
         items = list(prompt)
@@ -387,7 +387,7 @@ class TokenCounter:
 
     # -- tools --------------------------------------------------------------------------------
 
-    def count_tools(self, tools: Any) -> int:
+    def count_tools(self, tools: object) -> int:
         """Tokens the tool schemas add to a request.
 
         ``tools`` is a list or a ``{name: tool}`` dict of ``Tool`` objects, ``ToolSpec``s,
@@ -404,7 +404,7 @@ class TokenCounter:
             total += self._properties(parameters)
         return total + rules.func_end
 
-    def _properties(self, schema: Any) -> int:
+    def _properties(self, schema: object) -> int:
         props = schema.get("properties") if isinstance(schema, Mapping) else None
         if not isinstance(props, Mapping) or not props:
             return 0
@@ -430,12 +430,12 @@ class TokenCounter:
                 total += self._properties(items)
         return total
 
-    def count_request(self, prompt: Iterable[Mapping[str, Any]], tools: Any = None) -> int:
+    def count_request(self, prompt: Iterable[Mapping[str, object]], tools: object = None) -> int:
         """``count_messages(prompt) + count_tools(tools)``: a request's input tokens."""
         return self.count_messages(prompt) + self.count_tools(tools)
 
 
-def _as_text(value: Any) -> str:
+def _as_text(value: object) -> str:
     """A value as compact JSON text, the way providers receive arguments and results."""
     if isinstance(value, str):
         return value
@@ -455,7 +455,7 @@ def _tool_items(tools: Any) -> list[Any]:
     return list(tools)
 
 
-def _spec_of(tool: Any) -> tuple[str, str, Any]:
+def _spec_of(tool: object) -> tuple[str, str, Any]:
     if isinstance(tool, Mapping):
         fn = tool.get("function") if tool.get("type") == "function" else tool
         if not isinstance(fn, Mapping) or "name" not in fn:
@@ -476,7 +476,7 @@ def _spec_of(tool: Any) -> tuple[str, str, Any]:
 _counters: dict[tuple[str, str | None, bool], TokenCounter] = {}
 
 
-def get_counter(model: Any = None, *, encoding: str | None = None,
+def get_counter(model: object = None, *, encoding: str | None = None,
                 allow_download: bool = False) -> TokenCounter:
     """A shared ``TokenCounter`` for ``model`` (or ``encoding``); built once, then cached.
 
@@ -492,22 +492,22 @@ def get_counter(model: Any = None, *, encoding: str | None = None,
     return counter
 
 
-def count_text(text: str | None, *, model: Any = None) -> int:
+def count_text(text: str | None, *, model: object = None) -> int:
     """Tokens of ``text`` for ``model`` (``cl100k_base`` when none is given)."""
     return get_counter(model).count_text(text)
 
 
-def count_messages(prompt: Iterable[Mapping[str, Any]], *, model: Any = None) -> int:
+def count_messages(prompt: Iterable[Mapping[str, object]], *, model: object = None) -> int:
     """Tokens a provider bills for a core-format prompt (see ``TokenCounter.count_messages``)."""
     return get_counter(model).count_messages(prompt)
 
 
-def count_tools(tools: Any, *, model: Any = None) -> int:
+def count_tools(tools: object, *, model: object = None) -> int:
     """Tokens tool schemas add to a request (see ``TokenCounter.count_tools``)."""
     return get_counter(model).count_tools(tools)
 
 
-def count_request(prompt: Iterable[Mapping[str, Any]], tools: Any = None, *,
-                  model: Any = None) -> int:
+def count_request(prompt: Iterable[Mapping[str, object]], tools: object = None, *,
+                  model: object = None) -> int:
     """A request's input tokens: messages plus tool schemas."""
     return get_counter(model).count_request(prompt, tools)

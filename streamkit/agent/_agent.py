@@ -121,13 +121,13 @@ class Override:
         return out + adds
 
 
-def _is_dynamic(value: Any) -> bool:
+def _is_dynamic(value: object) -> bool:
     """A processor list given as a function of ``request_context``."""
     return callable(value) and not hasattr(value, "id") \
         and not isinstance(value, (list, tuple, Pipeline))
 
 
-def _resolve_list(value: Any, request_context: Any, lane: str) -> list[Any]:
+def _resolve_list(value: Any, request_context: object, lane: str) -> list[Any]:
     if value is None:
         return []
     if _is_dynamic(value):
@@ -170,7 +170,7 @@ def _check_lane(spec: ProcessorSpec, lane: str, all_lanes: dict[str, set[int]] |
                         ", ".join(sorted(missing)), other, other)
 
 
-def _identities(processors: Iterable[Any]) -> set[int]:
+def _identities(processors: Iterable[object]) -> set[int]:
     return {id(p) for p in processors}
 
 
@@ -194,7 +194,7 @@ class _PrepareStep:
 
     id = "prepare-step"
 
-    def __init__(self, fn: Callable[..., Any]) -> None:
+    def __init__(self, fn: Callable[..., object]) -> None:
         self.process_input_step = fn
 
 
@@ -239,17 +239,17 @@ class Agent:
 
     def __init__(self, *, id: str, instructions: str | Sequence[str] = "",
                  model: Model | str | None = None, name: str | None = None,
-                 tools: Sequence[Any] | Mapping[str, Any] | None = None,
+                 tools: Sequence[object] | Mapping[str, object] | None = None,
                  input_processors: Processors | None = None,
                  output_processors: Processors | None = None,
                  error_processors: Processors | None = None,
                  max_processor_retries: int | None = None, max_steps: int = 5,
                  memory: Memory | None = None, tool_choice: ToolChoice | None = None,
                  active_tools: Sequence[str] | None = None,
-                 model_settings: Mapping[str, Any] | None = None,
-                 provider_options: Mapping[str, Any] | None = None,
+                 model_settings: Mapping[str, object] | None = None,
+                 provider_options: Mapping[str, object] | None = None,
                  structured_output: StructuredOutput | None = None,
-                 prepare_step: Callable[..., Any] | None = None,
+                 prepare_step: Callable[..., object] | None = None,
                  tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
                  hook_timeout: float | None = DEFAULT_HOOK_TIMEOUT) -> None:
         if not isinstance(id, str) or not id:
@@ -290,7 +290,7 @@ class Agent:
     # ------------------------------------------------------------------ resolution
 
     def _lane(self, lane: str, override: Processors | Override | None,
-              request_context: Mapping[str, Any]) -> tuple[ProcessorSpec, ...]:
+              request_context: Mapping[str, object]) -> tuple[ProcessorSpec, ...]:
         base = _resolve_list(getattr(self, lane), request_context, lane)
         if override is None:
             chosen = base
@@ -343,7 +343,7 @@ class Agent:
     def graph(self, *, input_processors: Processors | Override | None = None,
               output_processors: Processors | Override | None = None,
               error_processors: Processors | Override | None = None,
-              prepare_step: Callable[..., Any] | None = None,
+              prepare_step: Callable[..., object] | None = None,
               request_context: dict[str, Any] | None = None) -> Graph:
         """The loop this agent runs, with the processors at each node (per-call lists apply)."""
         return self._graph(self._config(_Call(
@@ -373,10 +373,10 @@ class Agent:
                max_processor_retries: int | None | _Unset = _UNSET,
                request_context: dict[str, Any] | None = None,
                thread_id: str | None = None, resource_id: str | None = None,
-               max_steps: int | None = None, prepare_step: Callable[..., Any] | None = None,
+               max_steps: int | None = None, prepare_step: Callable[..., object] | None = None,
                tool_choice: ToolChoice | None = None, active_tools: Sequence[str] | None = None,
-               model_settings: Mapping[str, Any] | None = None,
-               provider_options: Mapping[str, Any] | None = None,
+               model_settings: Mapping[str, object] | None = None,
+               provider_options: Mapping[str, object] | None = None,
                structured_output: StructuredOutput | None = None,
                model: Model | str | None = None, trace: bool = True,
                observers: Sequence[RunObserver] | None = None,
@@ -425,11 +425,11 @@ class Agent:
                        request_context: dict[str, Any] | None = None,
                        thread_id: str | None = None, resource_id: str | None = None,
                        max_steps: int | None = None,
-                       prepare_step: Callable[..., Any] | None = None,
+                       prepare_step: Callable[..., object] | None = None,
                        tool_choice: ToolChoice | None = None,
                        active_tools: Sequence[str] | None = None,
-                       model_settings: Mapping[str, Any] | None = None,
-                       provider_options: Mapping[str, Any] | None = None,
+                       model_settings: Mapping[str, object] | None = None,
+                       provider_options: Mapping[str, object] | None = None,
                        structured_output: StructuredOutput | None = None,
                        model: Model | str | None = None, trace: bool = True,
                        observers: Sequence[RunObserver] | None = None,
@@ -488,12 +488,12 @@ def _reject_unknown(unknown: Mapping[str, object]) -> NoReturn:
                       f"{', '.join(sorted(_OPTIONS))}")
 
 
-def _pick(given: Any, default: Any) -> Any:
+def _pick(given: object, default: object) -> Any:
     """A call's value where given, else the agent's."""
     return given if given is not None else default
 
 
-def _check_seconds(name: str, value: Any) -> float | None:
+def _check_seconds(name: str, value: object) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:

@@ -229,7 +229,7 @@ async def process_llm_request(run: Run) -> Literal[LoopNode.MODEL, LoopNode.PROC
     return node.MODEL
 
 
-def _reenvelope(chunk: Any, run_id: str) -> Chunk:
+def _reenvelope(chunk: object, run_id: str) -> Chunk:
     """A replayed chunk, as if this run's model had sent it."""
     out = coerce_chunk(chunk)
     if out.__class__ is DataChunk:

@@ -68,7 +68,7 @@ _json_encoder = msgspec.json.Encoder(enc_hook=str)
 _json_decode = msgspec.json.decode
 
 
-def encode_json(value: Any) -> bytes:
+def encode_json(value: object) -> bytes:
     """JSON bytes for a request body; values JSON does not know are sent as ``str(value)``."""
     return _json_encoder.encode(value)
 
@@ -120,7 +120,7 @@ async def _bounded(awaitable: Awaitable[T], deadline: Deadline | None) -> T:
         return await awaitable
 
 
-def json_text(value: Any) -> str:
+def json_text(value: object) -> str:
     """A tool result as the text a provider wants: strings as they are, anything else as JSON.
 
     Example:
@@ -132,7 +132,7 @@ def json_text(value: Any) -> str:
     return _json_encoder.encode(value).decode()
 
 
-def split_media(data: Any, mime_type: str | None) -> tuple[str, str, str | None]:
+def split_media(data: object, mime_type: str | None) -> tuple[str, str, str | None]:
     """Classify file/image data: ``("url", url, mime)`` or ``("base64", data, mime)``.
 
     Accepts ``http(s)`` URLs, ``data:`` URIs (their media type wins), raw bytes (encoded here)
@@ -160,7 +160,7 @@ def split_media(data: Any, mime_type: str | None) -> tuple[str, str, str | None]
 _NAMESPACES = frozenset(("openai", "openai-compatible", "openaiCompatible", "anthropic"))
 
 
-def unwrap_provider_options(options: Mapping[str, Any], namespaces: tuple[str, ...]
+def unwrap_provider_options(options: Mapping[str, object], namespaces: tuple[str, ...]
                             ) -> dict[str, Any]:
     """``provider_options`` for one provider's request body.
 
@@ -358,7 +358,7 @@ def _cut(text: str) -> str:
     return text if len(text) <= _MAX_BODY_CHARS else text[:_MAX_BODY_CHARS] + "...[truncated]"
 
 
-def _describe(obj: Any) -> tuple[str | None, str | None]:
+def _describe(obj: object) -> tuple[str | None, str | None]:
     """(error type, message) out of a decoded error document of any common shape."""
     if not isinstance(obj, dict):
         return None, None
@@ -417,7 +417,7 @@ def error_from_status(provider: str, status: int, body: bytes | str, url: str,
                         url=url, retry_after=parse_retry_after(headers))
 
 
-def error_from_payload(provider: str, obj: Any, raw: str, url: str, *,
+def error_from_payload(provider: str, obj: object, raw: str, url: str, *,
                        status_code: int | None = None) -> APICallError:
     """The ``APICallError`` for an error sent *inside* a stream answered with HTTP 200.
 
@@ -525,7 +525,7 @@ class HTTPSession:
         sent = {k.lower() for k in headers}
         return None if "authorization" in sent or "x-api-key" in sent else self.key_env
 
-    async def _send(self, url: str, body: Any, headers: Mapping[str, str],
+    async def _send(self, url: str, body: object, headers: Mapping[str, str],
                     deadline: Deadline | None) -> httpx.Response:
         """POST ``body`` as JSON; the response with its headers read and its body not yet.
         An error status raises here, after reading at most 64 KB of its body."""
@@ -542,7 +542,7 @@ class HTTPSession:
                                     response.headers, key_env=self._missing_key(headers))
         return response
 
-    async def sse(self, url: str, body: Any, headers: Mapping[str, str], *,
+    async def sse(self, url: str, body: object, headers: Mapping[str, str], *,
                   deadline: Deadline | None = None,
                   max_event_bytes: int | None = DEFAULT_MAX_EVENT_BYTES
                   ) -> AsyncIterator[SSEEvent]:
@@ -585,7 +585,7 @@ class HTTPSession:
         except TimeoutError as exc:  # only a deadline raises it here (httpx has its own)
             raise _out_of_time(provider, url, deadline) from exc
 
-    async def post(self, url: str, body: Any, headers: Mapping[str, str], *,
+    async def post(self, url: str, body: object, headers: Mapping[str, str], *,
                         deadline: Deadline | None = None,
                         max_bytes: int | None = DEFAULT_MAX_EVENT_BYTES) -> bytes:
         """POST ``body`` as JSON and return the response body (to be decoded by the caller).
@@ -651,7 +651,7 @@ class HTTPModel:
                  client: httpx.AsyncClient | None, timeout: float | httpx.Timeout | None,
                  max_retries: int, backoff: float, max_backoff: float,
                  headers: Mapping[str, str] | None,
-                 sleep: Callable[[float], Awaitable[Any]] | None,
+                 sleep: Callable[[float], Awaitable[object]] | None,
                  deadline: float | None = DEFAULT_DEADLINE,
                  max_event_bytes: int | None = DEFAULT_MAX_EVENT_BYTES) -> None:
         if not isinstance(model_id, str) or not model_id:
@@ -685,10 +685,10 @@ class HTTPModel:
     async def __aenter__(self) -> Any:
         return self
 
-    async def __aexit__(self, *exc_info: Any) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    def _policy_for(self, settings: Mapping[str, Any]) -> RetryPolicy:
+    def _policy_for(self, settings: Mapping[str, object]) -> RetryPolicy:
         """The retry policy for one call: ``model_settings["max_retries"]`` (or Mastra's
         ``maxRetries``) overrides the model's count."""
         policy = self.retry_policy
@@ -700,7 +700,7 @@ class HTTPModel:
                                  deadline=policy.deadline)
         return policy
 
-    def _extra_headers(self, settings: Mapping[str, Any]) -> dict[str, str]:
+    def _extra_headers(self, settings: Mapping[str, object]) -> dict[str, str]:
         """The model's headers, then ``model_settings["headers"]`` over them."""
         headers = dict(self.headers)
         extra = settings.get("headers")

@@ -44,7 +44,7 @@ __all__ = ["StreamChain", "hook_failure", "bad_return", "bounded"]
 HOOK = "process_output_stream"
 
 
-async def bounded(awaitable: Awaitable[Any], seconds: float, processor_id: str, hook: str
+async def bounded(awaitable: Awaitable[object], seconds: float, processor_id: str, hook: str
                   ) -> Any:
     """``await awaitable`` (an async hook's call), cancelled after ``seconds``.
 
@@ -127,7 +127,7 @@ class _HookClock:
         return err
 
 
-def _cancel_waiter(awaitable: Any) -> bool:
+def _cancel_waiter(awaitable: object) -> bool:
     """Cancel the future at the bottom of ``awaitable``'s await chain; whether there was one."""
     for _ in range(1000):  # a chain of awaits is short; never loop on a cycle
         if isinstance(awaitable, asyncio.Future):
@@ -139,13 +139,13 @@ def _cancel_waiter(awaitable: Any) -> bool:
     return False
 
 
-def bounded_hook(fn: Callable[..., Any], seconds: float, processor_id: str
+def bounded_hook(fn: Callable[..., Awaitable[object]], seconds: float, processor_id: str
                  ) -> Callable[..., Any]:
     """An async stream hook whose every call ends with ``ProcessorError`` after ``seconds``
     (see ``_HookClock``)."""
     clock = _HookClock(seconds, processor_id)
 
-    async def call(*args: Any, **kwargs: Any) -> Any:
+    async def call(*args: object, **kwargs: object) -> Any:
         clock.coro = coro = fn(*args, **kwargs)
         clock.started = time.monotonic() or 1e-9
         if clock.handle is None:
@@ -230,7 +230,7 @@ class _Env:
 _MULTI_CLASSES: frozenset[type] = CHUNK_CLASSES | {list}
 
 
-def bad_return(spec: ProcessorSpec, hook: str, value: Any, *, is_item: bool = False
+def bad_return(spec: ProcessorSpec, hook: str, value: object, *, is_item: bool = False
                ) -> ProcessorError | None:
     """The ``ProcessorError`` for a stream hook's return value that is not a chunk (``None``
     when it is one after all: a subclass, or a list from a ``multi_emit`` processor)."""
@@ -262,7 +262,8 @@ class _Bound:
 
 
 def _bind(specs: Sequence[ProcessorSpec], runtime: RequestRuntime, writer: Writer | None,
-          message_list: Any, ctx: _Ctx, timing: Timing, run_data: Callable[[Chunk], Any] | None,
+          message_list: object, ctx: _Ctx, timing: Timing,
+          run_data: Callable[[Chunk], object] | None,
           is_async: bool, parts: dict[str, list[Chunk]]) -> _Bound:
     hooks = [s.hooks[HOOK] for s in specs]
     probe = runtime.probe  # chunk detail asked for: every hook is called through a reporter
@@ -284,7 +285,7 @@ def _bind(specs: Sequence[ProcessorSpec], runtime: RequestRuntime, writer: Write
         failed.append(i)
         return hook_failure(specs[i].id, HOOK, exc)
 
-    def checked(i: int, value: Any, is_item: bool = False) -> None:
+    def checked(i: int, value: object, is_item: bool = False) -> None:
         err = bad_return(specs[i], HOOK, value, is_item=is_item)
         if err is not None:
             raise fail(i, err)
@@ -303,7 +304,7 @@ def _bind(specs: Sequence[ProcessorSpec], runtime: RequestRuntime, writer: Write
 _EMPTY: list[_Bound] = []
 
 
-def _no_hook(*args: Any) -> NoReturn:
+def _no_hook(*args: object) -> NoReturn:
     """``fail``/``checked`` of the empty chain, whose code calls neither (it has no hook)."""
     raise StreamkitError(f"streamkit bug: the empty stream chain reported a hook {args!r}")
 
@@ -365,7 +366,7 @@ class StreamChain:
     """
 
     def __init__(self, specs: Sequence[ProcessorSpec], runtime: RequestRuntime, *,
-                 writer: Writer | None = None, message_list: Any = None,
+                 writer: Writer | None = None, message_list: object = None,
                  timed: bool | None = None, continues: StreamChain | None = None) -> None:
         self.runtime = runtime
         self.specs = [s for s in specs if HOOK in s.hooks]
