@@ -69,7 +69,7 @@ _STEP_EXITS: dict[str, Any] = {RETRY: "retried", TRIPWIRE: "tripwire",
 _NO_CONTEXT: AbstractContextManager[None] = nullcontext()
 
 
-def check_observers(observers: Any) -> tuple[Any, ...]:
+def check_observers(observers: object) -> tuple[Any, ...]:
     """``observers=`` as a tuple, checked: each must have a callable ``on_event``.
 
     Raises:
@@ -108,12 +108,12 @@ def _usage(usage: Any) -> dict[str, int]:
             "total_tokens": usage.total_tokens}
 
 
-def _model_id(model: Any) -> str | None:
+def _model_id(model: object) -> str | None:
     value = getattr(model, "model_id", None)
     return value if isinstance(value, str) else None
 
 
-def _provider(model: Any) -> str | None:
+def _provider(model: object) -> str | None:
     value = getattr(model, "provider", None)
     return value if isinstance(value, str) else None
 
@@ -178,7 +178,7 @@ class Observed(RunReporter):
     __slots__ = ("_observers", "_detailed", "_run", "_run_id", "_step", "_retry", "probe",
                  "_calls", "_contexts", "_tool_now", "_model_perf", "_model_open")
 
-    def __init__(self, run: Run, observers: tuple[Any, ...]) -> None:
+    def __init__(self, run: Run, observers: tuple[object, ...]) -> None:
         self._observers = observers
         self._run = run
         self._run_id = run.run_id
@@ -315,7 +315,7 @@ class Observed(RunReporter):
             time_to_first_text=(first - self._model_perf) / 1e9 if first > self._model_perf
             else None))
 
-    def _step_end(self, run: Run, outcome: Any, finish_reason: str | None, usage: Any,
+    def _step_end(self, run: Run, outcome: Any, finish_reason: str | None, usage: object,
                   reason: str | None, processor_id: str | None) -> None:
         step = self._step
         if step is None:

@@ -36,7 +36,7 @@ MASK = re.compile(r"\[[A-Za-z][\w .:-]{0,40}\]|\*{3,}|█+|<redacted>", re.IGNOR
 _TEXT_CLASSES = (TextDelta, ReasoningDelta)
 
 
-def holds_back(processor: Any) -> bool:
+def holds_back(processor: object) -> bool:
     """Whether ``processor`` may hold chunks back (a chunk it returns nothing for is ``held``,
     not ``dropped``): a true ``holds`` attribute, or a ``buffering`` whose ``holds`` is true
     (the operators' guards declare theirs)."""
@@ -47,12 +47,12 @@ def holds_back(processor: Any) -> bool:
     return bool(getattr(buffering, "holds", False))
 
 
-def is_redactor(processor: Any) -> bool:
+def is_redactor(processor: object) -> bool:
     """Whether ``processor`` says it redacts (a true ``redacts`` attribute)."""
     return getattr(processor, "redacts", False) is True
 
 
-def _text(chunk: Any) -> str | None:
+def _text(chunk: object) -> str | None:
     return chunk.payload.text if isinstance(chunk, _TEXT_CLASSES) else None
 
 
@@ -79,7 +79,7 @@ def _wire(chunk: Any) -> dict[str, Any]:
         return {"type": _type(chunk), "repr": repr(chunk)[:2000]}
 
 
-def _json(value: Any) -> str:
+def _json(value: object) -> str:
     return msgspec.json.encode(value, enc_hook=repr).decode()
 
 
@@ -107,7 +107,7 @@ def _tail(before: str, after: str) -> str:
     return ""
 
 
-def _type(chunk: Any) -> str:
+def _type(chunk: object) -> str:
     return str(getattr(chunk, "type", type(chunk).__name__))
 
 
@@ -175,7 +175,7 @@ class ChunkProbe:
             return (), kw
 
         if hook.is_async:
-            async def acall(**kw: Any) -> Any:
+            async def acall(**kw: object) -> Any:
                 part = kw["part"]
                 a, k = args(kw)
                 try:
@@ -187,7 +187,7 @@ class ChunkProbe:
                 return out
             return acall
 
-        def call(**kw: Any) -> Any:
+        def call(**kw: object) -> Any:
             part = kw["part"]
             a, k = args(kw)
             try:
@@ -203,14 +203,14 @@ class ChunkProbe:
         """``spec``'s stream-hook writer, reporting each chunk written as ``emitted``."""
         slot = self._slot(spec)
 
-        def sink(chunk: Any) -> None:
+        def sink(chunk: object) -> None:
             self._action(slot, "emitted", chunk, after=_shown(chunk))
             writer.custom(chunk)
         return Writer(sink)
 
     # ------------------------------------------------------------------ what happened
 
-    def _action(self, slot: _Slot, action: Action, chunk: Any, *, before: str | None = None,
+    def _action(self, slot: _Slot, action: Action, chunk: object, *, before: str | None = None,
                 after: str | None = None, reason: str | None = None,
                 seq: int | None | bool = True) -> None:
         self.emit(ProcessorAction(
@@ -219,7 +219,7 @@ class ChunkProbe:
             processor_id=slot.spec.id, action=action, chunk_type=_type(chunk), before=before,
             after=after, reason=reason))
 
-    def _failed(self, slot: _Slot, part: Any, exc: BaseException) -> None:
+    def _failed(self, slot: _Slot, part: object, exc: BaseException) -> None:
         if isinstance(exc, TripWire):
             reason: str | None = exc.reason or str(exc)
         elif isinstance(exc, Exception):
@@ -229,7 +229,7 @@ class ChunkProbe:
         self._action(slot, "aborted", part, before=slot.held + _shown(part), reason=reason)
         slot.held = ""
 
-    def _result(self, slot: _Slot, part: Any, out: Any) -> None:
+    def _result(self, slot: _Slot, part: object, out: object) -> None:
         if out is part:
             self._action(slot, "passed", part)
             return
@@ -259,7 +259,7 @@ class ChunkProbe:
             return
         self.changed(slot, part, items)
 
-    def changed(self, slot: _Slot, part: Any | None, items: list[Any], *,
+    def changed(self, slot: _Slot, part: object | None, items: list[Any], *,
                 seq: bool | None = None) -> None:
         """``part`` (``None``: no chunk, what was held is let out) became ``items``; ``seq``:
         whether the action belongs to the model chunk being processed (default: when there is
@@ -312,7 +312,7 @@ class ChunkProbe:
         self._changed_text(spec, hook, pairs)
 
     @staticmethod
-    def tool_result(call: dict[str, Any], messages: Sequence[Message], default: Any) -> str:
+    def tool_result(call: dict[str, Any], messages: Sequence[Message], default: object) -> str:
         """The JSON of the result the message list holds for ``call`` (its
         ``tool_call_id``), or of ``default`` (what the tool returned) when it holds none."""
         cid = call.get("tool_call_id")
@@ -343,7 +343,7 @@ class ChunkProbe:
                 run_id=self.run_id, step_number=self.step_number(), seq=None,
                 processor_id=spec.id, action=action, chunk_type=hook, before=old, after=new))
 
-    def flushed(self, spec: ProcessorSpec, items: Iterable[Any]) -> None:
+    def flushed(self, spec: ProcessorSpec, items: Iterable[object]) -> None:
         """What ``spec``'s ``flush_output_stream`` let out at the end of a step."""
         items = list(items)
         if items:
@@ -370,7 +370,7 @@ class ChunkProbe:
             if closer is not None:
                 await closer()
 
-    def _model(self, chunk: Any, step_number: int) -> None:
+    def _model(self, chunk: object, step_number: int) -> None:
         self.seq = seq = self._model_seq
         self._model_seq += 1
         self.emit(ModelProduced(run_id=self.run_id, step_number=step_number, seq=seq,

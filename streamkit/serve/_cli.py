@@ -208,7 +208,7 @@ def _serve_workers(workers: int, make_server: Callable[[Callable[[], None]], _Se
     status = 0
     stopping = False
 
-    def stop(signum: int, frame: Any) -> None:
+    def stop(signum: int, frame: object) -> None:
         nonlocal stopping
         stopping = True
 

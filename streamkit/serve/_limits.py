@@ -44,7 +44,6 @@ import json
 import re
 from dataclasses import dataclass, fields
 from itertools import accumulate
-from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -141,7 +140,7 @@ def _depth_exceeds(body: bytes, limit: int) -> bool:
     return max(accumulate(map(_STEP.__getitem__, skeleton))) > limit
 
 
-def _lone_surrogate(value: Any) -> str | None:
+def _lone_surrogate(value: object) -> str | None:
     """The first string (key or value) in ``value`` that holds a lone surrogate, or ``None``."""
     stack = [value]
     while stack:
@@ -308,7 +307,7 @@ async def _discard(receive: Receive, message: Message, budget: int) -> None:
         budget -= len(message.get("body", b""))
 
 
-async def _refuse(send: Send, status: int, error: str, **extra: Any) -> None:
+async def _refuse(send: Send, status: int, error: str, **extra: object) -> None:
     """A Mastra-style JSON error; the connection is closed after it (the body, or the rest of
     it, is never read)."""
     body = json.dumps({"error": error, **extra}).encode()

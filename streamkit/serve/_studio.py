@@ -47,7 +47,7 @@ from ._sse import DONE, SSE_HEADERS, EventStream, SSEResponse
 
 __all__ = ["StudioAPI", "studio_frames", "event_frame", "agent_summary", "graph_json"]
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     """A value with no JSON form (what a tool returned, say), shown by its ``repr``."""
     text = repr(value)
     return text if len(text) <= 2000 else text[:1997] + "..."

@@ -66,7 +66,7 @@ def _body_error(field: str, message: str) -> JSONResponse:
                          "issues": [{"field": field, "message": message}]}, 400)
 
 
-def _hook_error(what: str, value: Any, expected: str) -> JSONResponse:
+def _hook_error(what: str, value: object, expected: str) -> JSONResponse:
     # A server-side bug, not the client's: 500, saying what the hook gave.
     return JSONResponse({"error": f"the server's {what} hook returned {type(value).__name__}; "
                                   f"expected {expected}"}, 500)
@@ -139,7 +139,7 @@ class Tenancy:
 
     # ------------------------------------------------------------------ the request context
 
-    def _check_client_context(self, context: Mapping[str, Any]) -> Response | None:
+    def _check_client_context(self, context: Mapping[str, object]) -> Response | None:
         for key in context:
             if _reserved(key):
                 return _body_error(f"requestContext.{key}",

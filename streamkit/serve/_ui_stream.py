@@ -75,7 +75,7 @@ FINISH_REASONS = frozenset(("stop", "length", "content-filter", "tool-calls", "e
                             "unknown"))
 
 
-def error_text_of(error: Any) -> str:
+def error_text_of(error: object) -> str:
     """A readable message from an ``error`` payload (a string, ``{"message": ...}``, anything)."""
     if isinstance(error, str):
         return error
@@ -87,7 +87,7 @@ def error_text_of(error: Any) -> str:
     return "error" if error is UNSET or error is None else str(error)
 
 
-def _set(out: dict[str, Any], key: str, value: Any) -> None:
+def _set(out: dict[str, Any], key: str, value: object) -> None:
     if value is not UNSET and value is not None:
         out[key] = value
 

@@ -25,7 +25,7 @@ __all__ = ["to_json", "input_messages", "output_messages"]
 _encoder = msgspec.json.Encoder(enc_hook=repr)
 
 
-def to_json(value: Any) -> str:
+def to_json(value: object) -> str:
     """``value`` as JSON text; what JSON cannot hold is written as its ``repr``."""
     if isinstance(value, str):
         return value
@@ -35,7 +35,7 @@ def to_json(value: Any) -> str:
         return repr(value)
 
 
-def _part(part: Any) -> dict[str, Any]:
+def _part(part: object) -> dict[str, Any]:
     if not isinstance(part, dict):
         return {"type": "text", "content": str(part)}
     kind = part.get("type")

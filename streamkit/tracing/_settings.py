@@ -52,7 +52,7 @@ _settings = _Settings()
 _spans: ModuleType | None = None
 
 
-def instrument(tracer_provider: Any = None, *, capture_content: bool | None = None) -> None:
+def instrument(tracer_provider: object = None, *, capture_content: bool | None = None) -> None:
     """Trace every agent run with ``tracer_provider`` (default: the global one).
 
     Without this call, runs are traced automatically once a global tracer provider is set

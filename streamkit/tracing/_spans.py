@@ -164,7 +164,7 @@ def _model_attrs(provider: str | None, model_id: str | None) -> tuple[str, str]:
     return (provider if provider else "unknown", model_id if model_id is not None else "")
 
 
-def _setting(value: Any) -> Any:
+def _setting(value: object) -> Any:
     if isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, str):
