@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -312,7 +312,7 @@ class ChunkProbe:
         self._changed_text(spec, hook, pairs)
 
     @staticmethod
-    def tool_result(call: dict[str, Any], messages: Sequence[Message], default: object) -> str:
+    def tool_result(call: Mapping[str, object], messages: Sequence[Message], default: Any) -> str:
         """The JSON of the result the message list holds for ``call`` (its
         ``tool_call_id``), or of ``default`` (what the tool returned) when it holds none."""
         cid = call.get("tool_call_id")
@@ -324,7 +324,7 @@ class ChunkProbe:
                     return _json(default)
         return _json(default)
 
-    def tool_hook(self, spec: ProcessorSpec, call: dict[str, Any], before: str, after: str
+    def tool_hook(self, spec: ProcessorSpec, call: Mapping[str, object], before: str, after: str
                   ) -> None:
         """``spec``'s ``process_tool_result`` ran for ``call``: an action when it changed the
         call's result (``tool_result`` before and after; shown as ``name: <JSON>``)."""

@@ -55,13 +55,13 @@ _encode = msgspec.json.Encoder().encode
 _UNENCODABLE = (UnicodeEncodeError, RecursionError, TypeError, ValueError)
 
 
-def _unencodable(part: dict[str, Any], exc: BaseException) -> InvalidArgument:
+def _unencodable(part: Mapping[str, object], exc: BaseException) -> InvalidArgument:
     return InvalidArgument(f"UI chunk {part.get('type')!r} cannot be encoded: "
                            f"{type(exc).__name__}: {exc}; text must be valid Unicode "
                            f"and values nested at most a few hundred levels")
 
 
-def _ui_frame(part: dict[str, Any]) -> bytes:
+def _ui_frame(part: Mapping[str, object]) -> bytes:
     """``data: <JSON>\n\n``; a part that cannot be encoded (a lone surrogate in a model's
     text) is a typed error, so the stream reports it in-band and still ends with ``[DONE]``
     (as ``_mastra.sse_frame`` does through ``wire.encode``)."""
