@@ -27,6 +27,7 @@ from typing import Any
 import httpx
 import msgspec
 
+from .._json import JSONObject, JSONValue
 from .._prompt import PromptMessage
 from ..chunks import (
     Finish,
@@ -49,7 +50,7 @@ from ..chunks import (
 )
 from ..errors import APICallError, MessageError, StreamkitError
 from ..wire import DEFAULT_MAX_EVENT_BYTES
-from ._base import ModelRequest
+from ._base import ModelRequest, ToolChoice
 from ._http import (
     DEFAULT_DEADLINE,
     Deadline,
@@ -113,11 +114,11 @@ def _user_part(part: Any, where: str) -> dict[str, Any]:
                        f"type 'text', 'image' or 'file'")
 
 
-def _assistant(content: Any, where: str) -> dict[str, Any]:
+def _assistant(content: Any, where: str) -> JSONObject:
     if isinstance(content, str):
         return {"role": "assistant", "content": content}
     texts: list[str] = []
-    calls: list[dict[str, Any]] = []
+    calls: list[JSONObject] = []
     for part in content or ():
         kind = part.get("type") if isinstance(part, dict) else None
         if kind == "text":
@@ -132,13 +133,13 @@ def _assistant(content: Any, where: str) -> dict[str, Any]:
             continue  # Chat Completions takes no reasoning or files back from the assistant
         else:
             raise MessageError(f"{where}: unknown assistant content part {part!r:.80}")
-    message: dict[str, Any] = {"role": "assistant", "content": "".join(texts)}
+    message: JSONObject = {"role": "assistant", "content": "".join(texts)}
     if calls:
         message["tool_calls"] = calls
     return message
 
 
-def to_openai_messages(prompt: Sequence[PromptMessage]) -> list[dict[str, Any]]:
+def to_openai_messages(prompt: Sequence[PromptMessage]) -> list[JSONObject]:
     """Core-format messages (``docs/DESIGN.md``) as Chat Completions ``messages``.
 
     System and user messages map one to one (a text-only part list becomes a string, images
@@ -158,7 +159,7 @@ def to_openai_messages(prompt: Sequence[PromptMessage]) -> list[dict[str, Any]]:
 'function': {'name': 't', 'arguments': '{"a":1}'}}]}, {'role': 'tool', 'tool_call_id': 'c1', \
 'content': '42'}]
     """
-    out: list[dict[str, Any]] = []
+    out: list[JSONObject] = []
     for i, msg in enumerate(prompt):
         where = f"prompt[{i}]"
         if not isinstance(msg, dict):
@@ -191,7 +192,7 @@ def to_openai_messages(prompt: Sequence[PromptMessage]) -> list[dict[str, Any]]:
     return out
 
 
-def _tool_choice(choice: object) -> object:
+def _tool_choice(choice: ToolChoice) -> JSONValue:
     if choice in ("auto", "none", "required"):
         return choice
     if isinstance(choice, dict) and choice.get("type") == "tool" and choice.get("toolName"):
@@ -201,7 +202,7 @@ def _tool_choice(choice: object) -> object:
 
 
 def build_openai_body(model_id: str, request: ModelRequest, *, stream: bool,
-                      namespaces: tuple[str, ...] = ("openai",)) -> dict[str, Any]:
+                      namespaces: tuple[str, ...] = ("openai",)) -> JSONObject:
     """The Chat Completions request body for ``request``.
 
     ``model_settings`` are renamed where spellings differ (``maxTokens``/``max_output_tokens``
@@ -215,7 +216,7 @@ def build_openai_body(model_id: str, request: ModelRequest, *, stream: bool,
         {'model': 'gpt-4o-mini', 'messages': [{'role': 'user', 'content': 'hi'}], 'stream': True, \
 'stream_options': {'include_usage': True}, 'temperature': 0, 'max_tokens': 5}
     """
-    body: dict[str, Any] = {"model": model_id, "messages": to_openai_messages(request.prompt)}
+    body: JSONObject = {"model": model_id, "messages": to_openai_messages(request.prompt)}
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
