@@ -35,6 +35,7 @@ from typing import Any
 import httpx
 import msgspec
 
+from .._json import JSONObject
 from .._prompt import PromptMessage
 from ..chunks import (
     Finish,
@@ -100,7 +101,7 @@ _UNSUPPORTED = frozenset(("seed", "frequency_penalty", "frequencyPenalty", "pres
 # --- request -------------------------------------------------------------------------------------
 
 
-def _media_block(part: dict[str, Any], kind: str, where: str) -> dict[str, Any]:
+def _media_block(part: dict[str, Any], kind: str, where: str) -> JSONObject:
     data = part.get("image") if kind == "image" else part.get("data")
     form, value, mime = split_media(data, part.get("mimeType"))
     mime = mime or ("image/jpeg" if kind == "image" else None)
@@ -140,7 +141,7 @@ def _malformed(data: str, exc: Exception, url: str) -> APICallError:
                         is_retryable=False)
 
 
-def _tool_input(args: object) -> dict[str, object]:
+def _tool_input(args: Any) -> JSONObject:  # a prompt's args: any value, as _json.py says
     # tool_use.input must be an object; raw (malformed) argument text is kept under "input".
     if isinstance(args, dict):
         return args
@@ -153,10 +154,10 @@ def _tool_input(args: object) -> dict[str, object]:
     return {} if args is None else {"input": args}
 
 
-def _assistant_blocks(content: Any, where: str) -> list[dict[str, Any]]:
+def _assistant_blocks(content: Any, where: str) -> list[JSONObject]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}] if content else []
-    blocks: list[dict[str, Any]] = []
+    blocks: list[JSONObject] = []
     for part in content or ():
         kind = part.get("type") if isinstance(part, dict) else None
         if kind == "text":
@@ -179,7 +180,7 @@ def _assistant_blocks(content: Any, where: str) -> list[dict[str, Any]]:
 
 
 def to_anthropic_messages(prompt: Sequence[PromptMessage]
-                          ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                          ) -> tuple[list[JSONObject], list[dict[str, Any]]]:
     """Core-format messages as ``(system blocks, messages)`` for the Messages API.
 
     Every system message (wherever it stands) goes into ``system``; ``tool`` messages become
@@ -203,10 +204,12 @@ def to_anthropic_messages(prompt: Sequence[PromptMessage]
         >>> [m["role"] for m in messages], messages[2]["content"][0]["type"]
         (['user', 'assistant', 'user'], 'tool_result')
     """
-    system: list[dict[str, Any]] = []
+    system: list[JSONObject] = []
+    # dict[str, Any]: push() extends the last turn's content list in place (a TypedDict turn
+    # would not be a JSONValue to mypy, which sees no TypedDict as a Mapping[str, JSONValue]).
     messages: list[dict[str, Any]] = []
 
-    def push(role: str, blocks: list[dict[str, Any]]) -> None:
+    def push(role: str, blocks: list[JSONObject]) -> None:
         if not blocks:
             return
         if messages and messages[-1]["role"] == role:
@@ -259,7 +262,7 @@ def to_anthropic_messages(prompt: Sequence[PromptMessage]
     return system, messages
 
 
-def _tool_choice(choice: object) -> dict[str, object]:
+def _tool_choice(choice: object) -> JSONObject:
     if choice == "auto":
         return {"type": "auto"}
     if choice == "required":
@@ -272,7 +275,7 @@ def _tool_choice(choice: object) -> dict[str, object]:
                          f"{{'type': 'tool', 'toolName': name}}, got {choice!r}")
 
 
-def build_anthropic_body(model_id: str, request: ModelRequest) -> dict[str, Any]:
+def build_anthropic_body(model_id: str, request: ModelRequest) -> JSONObject:
     """The Messages API request body for ``request`` (always streamed).
 
     ``max_tokens`` (required by the API) defaults to 4096, plus the thinking budget when
@@ -289,7 +292,7 @@ def build_anthropic_body(model_id: str, request: ModelRequest) -> dict[str, Any]
 'text': 'Be brief.'}], 'temperature': 0, 'stop_sequences': ['END']}
     """
     system, messages = to_anthropic_messages(request.prompt)
-    body: dict[str, Any] = {"model": model_id, "max_tokens": DEFAULT_MAX_TOKENS,
+    body: JSONObject = {"model": model_id, "max_tokens": DEFAULT_MAX_TOKENS,
                             "messages": messages, "stream": True}
     if system:
         body["system"] = system
@@ -300,8 +303,9 @@ def build_anthropic_body(model_id: str, request: ModelRequest) -> dict[str, Any]
     user_tools = [] if request.tool_choice == "none" else request.tools
     if user_tools is not request.tools:
         choice = None
-    tools = [{"name": t.name, "description": t.description, "input_schema": t.parameters}
-             for t in user_tools]
+    tools: list[JSONObject] = [
+        {"name": t.name, "description": t.description, "input_schema": t.parameters}
+        for t in user_tools]
     options = unwrap_provider_options(request.provider_options, ("anthropic",))
     thinking = options.get("thinking")
     budget = thinking.get("budget_tokens") if isinstance(thinking, dict) else None
