@@ -417,9 +417,9 @@ class _MessagesTranslator:
         self.stop_reason: str | None = None
         self.has_tool_calls = False
         self.is_done = False
-        self.metadata: Any = None
+        self.metadata: ResponseMetadata | None = None
 
-    def feed(self, data: str) -> list[Any]:
+    def feed(self, data: str) -> list[ModelChunk]:
         """The chunks one event's data makes.
 
         Raises:
@@ -434,7 +434,7 @@ class _MessagesTranslator:
             raise stream_error("Anthropic", f"an event is nested too deeply to decode: "
                                f"{data[:200]!r}", self.url, is_retryable=False) from exc
         kind = event.type
-        out: list[Any] = []
+        out: list[ModelChunk] = []
         if kind == "content_block_delta":
             block = self.blocks.get(event.index) if event.index is not None else None
             if block is not None:  # deltas of skipped blocks (server tools) are skipped too
@@ -469,7 +469,7 @@ class _MessagesTranslator:
             self.metadata = None
         return out  # ping, and event types added to the API later, are ignored
 
-    def _start(self, index: int | None, block: _ContentBlock, out: list[object]) -> None:
+    def _start(self, index: int | None, block: _ContentBlock, out: list[ModelChunk]) -> None:
         run_id, kind = self.run_id, block.type
         if index is None:
             if kind in ("text", "thinking", "tool_use"):
@@ -510,7 +510,7 @@ class _MessagesTranslator:
                                          from_=_AGENT))
         # server tool blocks (web search...) are provider-executed and not modelled: skipped
 
-    def _delta(self, block: _Block, delta: _Delta, out: list[object]) -> None:
+    def _delta(self, block: _Block, delta: _Delta, out: list[ModelChunk]) -> None:
         run_id, kind = self.run_id, delta.type
         if kind == "text_delta" or (kind == "input_json_delta" and block.kind == "text"):
             text = delta.text if kind == "text_delta" else delta.partial_json
@@ -529,7 +529,7 @@ class _MessagesTranslator:
         elif kind == "signature_delta":
             block.signature = (block.signature or "") + (delta.signature or "")
 
-    def _stop(self, block: _Block, out: list[object]) -> None:
+    def _stop(self, block: _Block, out: list[ModelChunk]) -> None:
         run_id = self.run_id
         if block.kind == "text":
             out.append(TextEnd(id=block.id, type="text-end", run_id=run_id, from_=_AGENT))
@@ -550,7 +550,7 @@ class _MessagesTranslator:
             out.append(ToolCall(tool_call_id=block.id, tool_name=block.name, args=args,
                                 run_id=run_id, from_=_AGENT))
 
-    def finish(self) -> list[Any]:
+    def finish(self) -> list[ModelChunk]:
         u = self.usage
         cache_read = u.get("cache_read_input_tokens") or 0
         inp = u.get("input_tokens")

@@ -363,9 +363,9 @@ class _ChatTranslator:
         self.has_metadata = False
         # Held back until the step has something else to say: a step whose only output is its
         # metadata has yielded nothing, so a failure right after the first frame is retried.
-        self.metadata: Any = None
+        self.metadata: ResponseMetadata | None = None
 
-    def feed(self, data: str | bytes) -> list[Any]:
+    def feed(self, data: str | bytes) -> list[ModelChunk]:
         """The chunks one event's data (or a whole response) makes.
 
         Raises:
@@ -410,8 +410,8 @@ class _ChatTranslator:
                                  status_code=_status_of(error if isinstance(error, dict)
                                                         else obj))
 
-    def _frame(self, frame: _Frame) -> list[object]:
-        out: list[Any] = []
+    def _frame(self, frame: _Frame) -> list[ModelChunk]:
+        out: list[ModelChunk] = []
         if not self.has_metadata:
             self.has_metadata = True
             self.metadata = self._metadata(frame)
@@ -431,7 +431,7 @@ class _ChatTranslator:
             self.metadata = None
         return out
 
-    def _metadata(self, frame: _Frame) -> object:
+    def _metadata(self, frame: _Frame) -> ResponseMetadata:
         fields: dict[str, Any] = {}
         if isinstance(frame.id, str):
             fields["id"] = frame.id
@@ -445,7 +445,7 @@ class _ChatTranslator:
             fields["timestamp"] = datetime.fromtimestamp(created, UTC)
         return ResponseMetadata(run_id=self.run_id, from_=_AGENT, **fields)
 
-    def _delta(self, delta: _Delta, out: list[object]) -> None:
+    def _delta(self, delta: _Delta, out: list[ModelChunk]) -> None:
         run_id = self.run_id
         reasoning = delta.reasoning_content or delta.reasoning
         if reasoning:
@@ -469,12 +469,12 @@ class _ChatTranslator:
             self._end_reasoning(out)
             self._tool_delta(call, out)
 
-    def _end_reasoning(self, out: list[object]) -> None:
+    def _end_reasoning(self, out: list[ModelChunk]) -> None:
         if self.reasoning_id is not None:
             out.append(ReasoningEnd(id=self.reasoning_id, run_id=self.run_id, from_=_AGENT))
             self.reasoning_id = None
 
-    def _tool_delta(self, call: _CallDelta, out: list[object]) -> None:
+    def _tool_delta(self, call: _CallDelta, out: list[ModelChunk]) -> None:
         function = call.function or _NO_FUNCTION
         index = call.index
         if index is None:
@@ -505,13 +505,13 @@ class _ChatTranslator:
             if pending.is_started:
                 out.append(self._args_delta(pending, args))
 
-    def _args_delta(self, pending: _PendingCall, text: str) -> object:
+    def _args_delta(self, pending: _PendingCall, text: str) -> ToolCallDelta:
         return ToolCallDelta(tool_call_id=pending.id, tool_name=pending.name,
                              args_text_delta=text, run_id=self.run_id, from_=_AGENT)
 
-    def finish(self) -> list[Any]:
+    def finish(self) -> list[ModelChunk]:
         run_id = self.run_id
-        out: list[Any] = [] if self.metadata is None else [self.metadata]
+        out: list[ModelChunk] = [] if self.metadata is None else [self.metadata]
         self._end_reasoning(out)
         if self.text_id is not None:
             out.append(TextEnd(id=self.text_id, type="text-end", run_id=run_id, from_=_AGENT))
