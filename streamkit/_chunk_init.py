@@ -110,8 +110,8 @@ def render_call(envelope: list[tuple[str, str]], payload: list[tuple[str, str]] 
 _SERIAL = [0]
 
 
-def make_call(cls: type, payload_cls: type | None, struct_call: Callable[..., Any],
-              errors: Callable[..., Any]) -> Callable[..., Any] | None:
+def make_call(cls: type, payload_cls: type | None, struct_call: Callable[..., object],
+              errors: Callable[..., object]) -> Callable[..., Any] | None:
     """The generated ``__call__`` for ``cls``, or ``None`` when its prototype cannot be built
     (a subclass whose ``__post_init__`` rejects placeholder values keeps the generic path)."""
     envelope = _field_specs(cls)

@@ -436,7 +436,7 @@ class MessageList:
                 del self._sources[message.id]
         return removed
 
-    def update_tool_invocation(self, part: ToolInvocationPart | Mapping[str, Any]) -> bool:
+    def update_tool_invocation(self, part: ToolInvocationPart | Mapping[str, object]) -> bool:
         """Patch the stored tool invocation with ``part``'s ``tool_call_id``; ``False`` if none.
 
         Walks the conversation backwards. Keys set on ``part.tool_invocation`` replace the

@@ -315,7 +315,7 @@ _TAGGED_PARTS: dict[str, type[Part]] = {
 }
 
 
-def to_part(value: Part | Mapping[str, Any] | str) -> Part:
+def to_part(value: Part | Mapping[str, object] | str) -> Part:
     """Turn a part struct, a Mastra part dict (camelCase) or a string into a part.
 
     Raises:
@@ -442,7 +442,7 @@ class Message(msgspec.Struct, rename="camel", kw_only=True, repr_omit_defaults=T
                    resource_id=UNSET if resource_id is None else resource_id)
 
     @classmethod
-    def user(cls, content: str | Part | Sequence[Part | str | Mapping[str, Any]], *,
+    def user(cls, content: str | Part | Sequence[Part | str | Mapping[str, object]], *,
              id: str | None = None, created_at: datetime | None = None,
              thread_id: str | None = None, resource_id: str | None = None,
              metadata: dict[str, Any] | None = None) -> Message:
@@ -456,7 +456,7 @@ class Message(msgspec.Struct, rename="camel", kw_only=True, repr_omit_defaults=T
                           resource_id=resource_id, metadata=metadata)
 
     @classmethod
-    def assistant(cls, content: str | Part | Sequence[Part | str | Mapping[str, Any]], *,
+    def assistant(cls, content: str | Part | Sequence[Part | str | Mapping[str, object]], *,
                   id: str | None = None, created_at: datetime | None = None,
                   thread_id: str | None = None, resource_id: str | None = None,
                   metadata: dict[str, Any] | None = None) -> Message:
@@ -586,7 +586,7 @@ def message_to_dict(message: Message) -> dict[str, Any]:
     return result
 
 
-def message_from_dict(data: Mapping[str, Any]) -> Message:
+def message_from_dict(data: Mapping[str, object]) -> Message:
     """A message from a dict in Mastra's shape (``createdAt`` may be a str or a datetime).
 
     Raises:
@@ -703,7 +703,8 @@ def _from_mapping(data: Mapping[str, Any], default_role: str) -> Message:
     return message
 
 
-def to_message(value: Message | str | Mapping[str, Any], *, default_role: str = "user") -> Message:
+def to_message(value: Message | str | Mapping[str, object], *,
+               default_role: str = "user") -> Message:
     """Turn loose input into a ``Message``.
 
     Accepts a ``Message`` (returned as is), a string (a ``default_role`` text message), or a
@@ -736,8 +737,8 @@ def to_message(value: Message | str | Mapping[str, Any], *, default_role: str = 
                        "a Message, or a dict with 'role' and 'content'")
 
 
-def to_messages(value: Message | str | Mapping[str, Any]
-                | Iterable[Message | str | Mapping[str, Any]],
+def to_messages(value: Message | str | Mapping[str, object]
+                | Iterable[Message | str | Mapping[str, object]],
                 *, default_role: str = "user") -> list[Message]:
     """``to_message`` for one value or a list/tuple of values; errors name the bad item.
 
