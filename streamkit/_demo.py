@@ -90,7 +90,7 @@ def pace_ms(given: float | None = None) -> float:
     return value
 
 
-async def _paced(chunks: AsyncIterator[Any], seconds: float) -> AsyncIterator[Any]:
+async def _paced(chunks: AsyncIterator[object], seconds: float) -> AsyncIterator[Any]:
     """``chunks``, each after ``seconds`` (closing this closes ``chunks``)."""
     try:
         async for chunk in chunks:

@@ -75,7 +75,7 @@ def graph_html(graph: Any) -> str:
             f"<details><summary>text</summary><pre>{esc(graph.to_text())}</pre></details></div>")
 
 
-def show_chunks(chunks: Iterable[Any], *, times: Sequence[float] | None = None,
+def show_chunks(chunks: Iterable[object], *, times: Sequence[float] | None = None,
                 title: str | None = None) -> ChunkTable:
     """``chunks`` as a ``ChunkTable`` (a list that displays as a table)."""
     if isinstance(chunks, ChunkTable) and times is None and title is None:
@@ -86,12 +86,12 @@ def show_chunks(chunks: Iterable[Any], *, times: Sequence[float] | None = None,
     return table
 
 
-def show_trace(trace: Iterable[Any]) -> TraceView:
+def show_trace(trace: Iterable[object]) -> TraceView:
     """A run's trace (``result.trace``) as a ``TraceView``: SVG timeline plus table."""
     return trace if isinstance(trace, TraceView) else TraceView(trace)
 
 
-def bar_chart(labels: Sequence[Any], values: Sequence[float], *, title: str = "",
+def bar_chart(labels: Sequence[object], values: Sequence[float], *, title: str = "",
               unit: str = "", fmt: str = "{:,.0f}") -> HtmlBlock:
     """A horizontal SVG bar chart, displayable in Jupyter (plain-text bars elsewhere).
 

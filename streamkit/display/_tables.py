@@ -99,7 +99,7 @@ class ChunkTable(list[Any]):
         'Hello world'
     """
 
-    def __init__(self, chunks: Iterable[Any] = (), *, times: Sequence[float] | None = None,
+    def __init__(self, chunks: Iterable[object] = (), *, times: Sequence[float] | None = None,
                  title: str | None = None) -> None:
         super().__init__(chunks)
         self.times: list[float] | None = list(times) if times is not None else None
@@ -139,7 +139,7 @@ class ChunkTable(list[Any]):
         printer.text("ChunkTable([...])" if cycle else self.to_text())
 
 
-def chunks_html(chunks: Sequence[Any], *, times: Sequence[float] | None = None,
+def chunks_html(chunks: Sequence[object], *, times: Sequence[float] | None = None,
                 title: str | None = None, max_rows: int = 400) -> str:
     """An HTML table of ``chunks`` (with an arrival-time column when ``times`` is given).
 
@@ -260,7 +260,7 @@ def trace_html(trace: Sequence[Any]) -> str:
     return table_html(_TRACE_HEADERS, rows, classes, numeric=(2, 3, 4, 5, 6))
 
 
-def trace_text(trace: Sequence[Any]) -> str:
+def trace_text(trace: Sequence[object]) -> str:
     """The trace as an aligned plain-text table."""
     return text_table(_TRACE_HEADERS, [_trace_cells(r) for r in trace])
 

@@ -109,9 +109,9 @@ def _ray_started(target: object) -> tuple[Any, bool]:
     return ray, True
 
 
-def replay(sources: Iterable[Any] | str, pipeline: object, *, ray: object = None,
+def replay(sources: Iterable[object] | str, pipeline: object, *, ray: object = None,
            processes: int | None = None, batch_size: int = 200,
-           on_stream: Callable[[dict[str, Any]], Any] | None = None,
+           on_stream: Callable[[dict[str, Any]], object] | None = None,
            progress: bool = False, progress_stream: TextIO | None = None,
            deadline: float | None = DEFAULT_DEADLINE, output: str | Path | None = None,
            output_format: str = "json") -> ReplayReport:

@@ -311,7 +311,7 @@ class StreamWorker:
         self.stop()
 
 
-def process_rows(payload: tuple[str, Any], batches: list[list[RecordedStream]], workers: int,
+def process_rows(payload: tuple[str, object], batches: list[list[RecordedStream]], workers: int,
                  deadline: float | None) -> Iterator[list[dict[str, Any]]]:
     """Replay ``batches`` on ``workers`` ``StreamWorker``s; each batch's rows as it ends.
 

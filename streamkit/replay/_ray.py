@@ -133,7 +133,7 @@ class ReplayActor:
     """A Ray Data actor: replays batches of streams in its ``StreamWorker`` (which builds the
     pipeline once), and returns their rows as an Arrow table."""
 
-    def __init__(self, payload: tuple[str, Any], deadline: float | None,
+    def __init__(self, payload: tuple[str, object], deadline: float | None,
                  processor_ids: list[str]) -> None:
         self.worker = StreamWorker(payload, deadline)
         self.schema = row_schema(processor_ids)

@@ -237,7 +237,7 @@ def pipeline_of(payload: tuple[str, Any]) -> Any:
 async def replay_all(pipeline: object, streams: list[RecordedStream], *,
                      deadline: float | None = None,
                      rows: list[dict[str, Any]] | None = None,
-                     on_row: Callable[[dict[str, Any]], Any] | None = None
+                     on_row: Callable[[dict[str, Any]], object] | None = None
                      ) -> list[dict[str, Any]]:
     """Replay ``streams`` one after the other, each within ``deadline``; their result rows
     (appended to ``rows`` as each ends, when given, and passed to ``on_row``)."""
@@ -266,8 +266,8 @@ async def replay_all(pipeline: object, streams: list[RecordedStream], *,
 
 
 def replay_rows(pipeline: object, streams: list[RecordedStream], deadline: float | None,
-                run: Callable[[Any], Any] = asyncio.run,
-                on_row: Callable[[dict[str, Any]], Any] | None = None) -> list[dict[str, Any]]:
+                run: Callable[[Any], object] = asyncio.run,
+                on_row: Callable[[dict[str, Any]], object] | None = None) -> list[dict[str, Any]]:
     """``replay_all`` from sync code, with ``run`` (``asyncio.run``, or one that also works
     under a running loop). A ``DeadlineExceeded`` that the watchdog raised while the event loop
     ran its own code (between two steps of the stream) ends that loop: the stream is reported
@@ -286,7 +286,7 @@ def replay_rows(pipeline: object, streams: list[RecordedStream], deadline: float
     return rows
 
 
-def replay_batch(payload: tuple[str, Any], streams: list[RecordedStream],
+def replay_batch(payload: tuple[str, object], streams: list[RecordedStream],
                  deadline: float | None = None) -> list[dict[str, Any]]:
     """Replay ``streams`` with one event loop: what a worker process or a Ray task runs.
 

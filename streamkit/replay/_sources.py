@@ -312,7 +312,7 @@ def _run_async(coro: Any) -> Any:
     return box["value"]
 
 
-def read_streams(sources: Iterable[Any]) -> Iterator[RecordedStream]:
+def read_streams(sources: Iterable[object]) -> Iterator[RecordedStream]:
     """Every recorded stream of ``sources``, in order (see the module docstring).
 
     Args:
