@@ -412,7 +412,7 @@ def tool(fn: Callable[P, R], /) -> Tool[P, R]: ...
 @overload
 def tool(*, name: str | None = None, description: str | None = None,
          timeout: float | None = None) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
-def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
+def tool(fn: Callable[..., object] | None = None, /, *, name: str | None = None,
          description: str | None = None, timeout: float | None = None) -> Any:
     """Make a ``Tool`` from a typed function (``timeout``: see ``Tool``).
 
@@ -441,7 +441,7 @@ def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
         'the id, such as "C-42".'
     """
 
-    def build(f: Callable[..., Any]) -> Tool[..., Any]:
+    def build(f: Callable[..., object]) -> Tool[..., Any]:
         tool_name: str = name if name else str(getattr(f, "__name__", ""))
         try:
             hints = get_type_hints(f, include_extras=True)  # keep Meta(...) constraints

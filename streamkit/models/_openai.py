@@ -587,7 +587,7 @@ class OpenAIChatModel(HTTPModel):
                  timeout: float | httpx.Timeout | None = None, max_retries: int = 2,
                  backoff: float = 0.5, max_backoff: float = 8.0,
                  headers: Mapping[str, str] | None = None, stream: bool = True,
-                 sleep: Callable[[float], Awaitable[Any]] | None = None,
+                 sleep: Callable[[float], Awaitable[object]] | None = None,
                  provider: str = "openai", deadline: float | None = DEFAULT_DEADLINE,
                  max_event_bytes: int | None = DEFAULT_MAX_EVENT_BYTES) -> None:
         self.provider = provider

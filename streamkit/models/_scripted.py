@@ -261,7 +261,7 @@ class FunctionModel:
 
     provider = "function"
 
-    def __init__(self, fn: Callable[[ModelRequest], Any], *, model_id: str = "function-model"
+    def __init__(self, fn: Callable[[ModelRequest], object], *, model_id: str = "function-model"
                  ) -> None:
         if not callable(fn):
             raise InvalidType(f"FunctionModel takes a function, got {type(fn).__name__}")

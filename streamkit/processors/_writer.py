@@ -26,7 +26,7 @@ class Writer:
 
     __slots__ = ("_sink",)
 
-    def __init__(self, sink: Callable[[Any], Any]) -> None:
+    def __init__(self, sink: Callable[[Any], object]) -> None:
         self._sink = sink
 
     def custom(self, chunk: object) -> Awaitable[None]:
@@ -53,7 +53,7 @@ class _ThreadWriter(Writer):
 
     __slots__ = ("_loop", "_is_open", "_target")
 
-    def __init__(self, sink: Callable[[Any], Any], loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, sink: Callable[[Any], object], loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(self._on_loop)
         self._target = sink
         self._loop = loop
