@@ -213,7 +213,7 @@ def _system_for(hook: str, message_list: MessageList) -> list[Message]:
 
 
 async def run_message_hook(runtime: RequestRuntime, specs: Sequence[ProcessorSpec], hook: str,
-                           message_list: MessageList, available: dict[str, Any], *,
+                           message_list: MessageList, available: Mapping[str, object], *,
                            default_source: Source,
                            step: int | None = None) -> None:
     """Run a message hook (``process_input``, ``process_output_step``, ``process_tool_result``,
@@ -257,7 +257,7 @@ def _apply(spec: ProcessorSpec, hook: str, message_list: MessageList, result: ob
 
 
 async def run_input_step(runtime: RequestRuntime, specs: Sequence[ProcessorSpec],
-                         message_list: MessageList, available: dict[str, Any], *, step: int
+                         message_list: MessageList, available: Mapping[str, object], *, step: int
                          ) -> StepOverrides:
     """Run ``process_input_step`` of every processor (then ``prepare_step``, which the agent
     appends as a processor). Returns the chained overrides for this step.
