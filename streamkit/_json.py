@@ -2,11 +2,12 @@
 
 Decided for issue 32: the containers are ``Sequence``/``Mapping`` (covariant), so a
 ``list[dict[str, JSONValue]]`` built for ``messages`` is a ``JSONValue`` without copying or
-casting; a body is a ``JSONObject`` (a ``dict``, so it can be filled key by key). Values that
+casting; a body is a ``JSONDict`` (a ``dict``, so it can be filled key by key). Values that
 come from a user (``model_settings``, ``provider_options``, a tool's ``parameters``) are still
 ``Any``-typed where they enter: they are checked when the body is encoded, as before. Not used
 for chunk payloads (``args``, ``result``): users read those, and a JSON union would make every
-read narrow first (the README's changelog for issue 32).
+read narrow first (the README's changelog for issue 32); ``_chunk_base.JSONObject`` (a
+``dict[str, Any]``) stays the type of those free-form payload values.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TypeAlias
 
-__all__ = ["JSONValue", "JSONObject"]
+__all__ = ["JSONValue", "JSONDict"]
 
 JSONValue: TypeAlias = (
     "None | bool | int | float | str | Sequence[JSONValue] | Mapping[str, JSONValue]")
-JSONObject: TypeAlias = dict[str, JSONValue]
+JSONDict: TypeAlias = dict[str, JSONValue]

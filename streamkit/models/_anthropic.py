@@ -35,7 +35,7 @@ from typing import Any
 import httpx
 import msgspec
 
-from .._json import JSONObject
+from .._json import JSONDict
 from .._prompt import PromptMessage
 from ..chunks import (
     Finish,
@@ -101,7 +101,7 @@ _UNSUPPORTED = frozenset(("seed", "frequency_penalty", "frequencyPenalty", "pres
 # --- request -------------------------------------------------------------------------------------
 
 
-def _media_block(part: dict[str, Any], kind: str, where: str) -> JSONObject:
+def _media_block(part: dict[str, Any], kind: str, where: str) -> JSONDict:
     data = part.get("image") if kind == "image" else part.get("data")
     form, value, mime = split_media(data, part.get("mimeType"))
     mime = mime or ("image/jpeg" if kind == "image" else None)
@@ -141,7 +141,7 @@ def _malformed(data: str, exc: Exception, url: str) -> APICallError:
                         is_retryable=False)
 
 
-def _tool_input(args: Any) -> JSONObject:  # a prompt's args: any value, as _json.py says
+def _tool_input(args: Any) -> JSONDict:  # a prompt's args: any value, as _json.py says
     # tool_use.input must be an object; raw (malformed) argument text is kept under "input".
     if isinstance(args, dict):
         return args
@@ -154,10 +154,10 @@ def _tool_input(args: Any) -> JSONObject:  # a prompt's args: any value, as _jso
     return {} if args is None else {"input": args}
 
 
-def _assistant_blocks(content: Any, where: str) -> list[JSONObject]:
+def _assistant_blocks(content: Any, where: str) -> list[JSONDict]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}] if content else []
-    blocks: list[JSONObject] = []
+    blocks: list[JSONDict] = []
     for part in content or ():
         kind = part.get("type") if isinstance(part, dict) else None
         if kind == "text":
@@ -180,7 +180,7 @@ def _assistant_blocks(content: Any, where: str) -> list[JSONObject]:
 
 
 def to_anthropic_messages(prompt: Sequence[PromptMessage]
-                          ) -> tuple[list[JSONObject], list[dict[str, Any]]]:
+                          ) -> tuple[list[JSONDict], list[dict[str, Any]]]:
     """Core-format messages as ``(system blocks, messages)`` for the Messages API.
 
     Every system message (wherever it stands) goes into ``system``; ``tool`` messages become
@@ -204,12 +204,12 @@ def to_anthropic_messages(prompt: Sequence[PromptMessage]
         >>> [m["role"] for m in messages], messages[2]["content"][0]["type"]
         (['user', 'assistant', 'user'], 'tool_result')
     """
-    system: list[JSONObject] = []
+    system: list[JSONDict] = []
     # dict[str, Any]: push() extends the last turn's content list in place (a TypedDict turn
     # would not be a JSONValue to mypy, which sees no TypedDict as a Mapping[str, JSONValue]).
     messages: list[dict[str, Any]] = []
 
-    def push(role: str, blocks: list[JSONObject]) -> None:
+    def push(role: str, blocks: list[JSONDict]) -> None:
         if not blocks:
             return
         if messages and messages[-1]["role"] == role:
@@ -262,7 +262,7 @@ def to_anthropic_messages(prompt: Sequence[PromptMessage]
     return system, messages
 
 
-def _tool_choice(choice: object) -> JSONObject:
+def _tool_choice(choice: object) -> JSONDict:
     if choice == "auto":
         return {"type": "auto"}
     if choice == "required":
@@ -275,7 +275,7 @@ def _tool_choice(choice: object) -> JSONObject:
                          f"{{'type': 'tool', 'toolName': name}}, got {choice!r}")
 
 
-def build_anthropic_body(model_id: str, request: ModelRequest) -> JSONObject:
+def build_anthropic_body(model_id: str, request: ModelRequest) -> JSONDict:
     """The Messages API request body for ``request`` (always streamed).
 
     ``max_tokens`` (required by the API) defaults to 4096, plus the thinking budget when
@@ -292,7 +292,7 @@ def build_anthropic_body(model_id: str, request: ModelRequest) -> JSONObject:
 'text': 'Be brief.'}], 'temperature': 0, 'stop_sequences': ['END']}
     """
     system, messages = to_anthropic_messages(request.prompt)
-    body: JSONObject = {"model": model_id, "max_tokens": DEFAULT_MAX_TOKENS,
+    body: JSONDict = {"model": model_id, "max_tokens": DEFAULT_MAX_TOKENS,
                             "messages": messages, "stream": True}
     if system:
         body["system"] = system
@@ -303,7 +303,7 @@ def build_anthropic_body(model_id: str, request: ModelRequest) -> JSONObject:
     user_tools = [] if request.tool_choice == "none" else request.tools
     if user_tools is not request.tools:
         choice = None
-    tools: list[JSONObject] = [
+    tools: list[JSONDict] = [
         {"name": t.name, "description": t.description, "input_schema": t.parameters}
         for t in user_tools]
     options = unwrap_provider_options(request.provider_options, ("anthropic",))

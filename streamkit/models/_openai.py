@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 import msgspec
 
-from .._json import JSONObject, JSONValue
+from .._json import JSONDict, JSONValue
 from .._prompt import PromptMessage
 from ..chunks import (
     Finish,
@@ -114,11 +114,11 @@ def _user_part(part: Any, where: str) -> dict[str, Any]:
                        f"type 'text', 'image' or 'file'")
 
 
-def _assistant(content: Any, where: str) -> JSONObject:
+def _assistant(content: Any, where: str) -> JSONDict:
     if isinstance(content, str):
         return {"role": "assistant", "content": content}
     texts: list[str] = []
-    calls: list[JSONObject] = []
+    calls: list[JSONDict] = []
     for part in content or ():
         kind = part.get("type") if isinstance(part, dict) else None
         if kind == "text":
@@ -133,13 +133,13 @@ def _assistant(content: Any, where: str) -> JSONObject:
             continue  # Chat Completions takes no reasoning or files back from the assistant
         else:
             raise MessageError(f"{where}: unknown assistant content part {part!r:.80}")
-    message: JSONObject = {"role": "assistant", "content": "".join(texts)}
+    message: JSONDict = {"role": "assistant", "content": "".join(texts)}
     if calls:
         message["tool_calls"] = calls
     return message
 
 
-def to_openai_messages(prompt: Sequence[PromptMessage]) -> list[JSONObject]:
+def to_openai_messages(prompt: Sequence[PromptMessage]) -> list[JSONDict]:
     """Core-format messages (``docs/DESIGN.md``) as Chat Completions ``messages``.
 
     System and user messages map one to one (a text-only part list becomes a string, images
@@ -159,7 +159,7 @@ def to_openai_messages(prompt: Sequence[PromptMessage]) -> list[JSONObject]:
 'function': {'name': 't', 'arguments': '{"a":1}'}}]}, {'role': 'tool', 'tool_call_id': 'c1', \
 'content': '42'}]
     """
-    out: list[JSONObject] = []
+    out: list[JSONDict] = []
     for i, msg in enumerate(prompt):
         where = f"prompt[{i}]"
         if not isinstance(msg, dict):
@@ -202,7 +202,7 @@ def _tool_choice(choice: ToolChoice) -> JSONValue:
 
 
 def build_openai_body(model_id: str, request: ModelRequest, *, stream: bool,
-                      namespaces: tuple[str, ...] = ("openai",)) -> JSONObject:
+                      namespaces: tuple[str, ...] = ("openai",)) -> JSONDict:
     """The Chat Completions request body for ``request``.
 
     ``model_settings`` are renamed where spellings differ (``maxTokens``/``max_output_tokens``
@@ -216,7 +216,7 @@ def build_openai_body(model_id: str, request: ModelRequest, *, stream: bool,
         {'model': 'gpt-4o-mini', 'messages': [{'role': 'user', 'content': 'hi'}], 'stream': True, \
 'stream_options': {'include_usage': True}, 'temperature': 0, 'max_tokens': 5}
     """
-    body: JSONObject = {"model": model_id, "messages": to_openai_messages(request.prompt)}
+    body: JSONDict = {"model": model_id, "messages": to_openai_messages(request.prompt)}
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
