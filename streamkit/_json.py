@@ -4,7 +4,7 @@ Decided for issue 32: the containers are ``Sequence``/``Mapping`` (covariant), s
 ``list[dict[str, JSONValue]]`` built for ``messages`` is a ``JSONValue`` without copying or
 casting; a body is a ``JSONDict`` (a ``dict``, so it can be filled key by key). Values that
 come from a user (``model_settings``, ``provider_options``, a tool's ``parameters``) are still
-``Any``-typed where they enter: they are checked when the body is encoded, as before. Not used
+``Any``-typed where they enter and encoded as before (``encode_json``). Not used
 for chunk payloads (``args``, ``result``): users read those, and a JSON union would make every
 read narrow first (the README's changelog for issue 32); ``_chunk_base.JSONObject`` (a
 ``dict[str, Any]``) stays the type of those free-form payload values.
