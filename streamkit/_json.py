@@ -6,8 +6,8 @@ casting; a body is a ``JSONDict`` (a ``dict``, so it can be filled key by key). 
 come from a user (``model_settings``, ``provider_options``, a tool's ``parameters``) are still
 ``Any``-typed where they enter and encoded as before (``encode_json``). Not used
 for chunk payloads (``args``, ``result``): users read those, and a JSON union would make every
-read narrow first (the README's changelog for issue 32); ``_chunk_base.JSONObject`` (a
-``dict[str, Any]``) stays the type of those free-form payload values.
+read narrow first (the README's changelog for issue 32); ``_chunk_base.JSONObject`` (a dict
+with ``Any`` values) stays the type of those free-form payload values.
 """
 
 from __future__ import annotations

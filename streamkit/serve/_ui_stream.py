@@ -31,6 +31,7 @@ from typing import Any
 
 from msgspec import UNSET
 
+from .._json import JSONDict
 from ..chunks import (
     AbortChunk,
     Chunk,
@@ -87,22 +88,22 @@ def error_text_of(error: object) -> str:
     return "error" if error is UNSET or error is None else str(error)
 
 
-def _set(out: dict[str, Any], key: str, value: object) -> None:
+def _set(out: JSONDict, key: str, value: Any) -> None:  # a payload's free-form value (_json.py)
     if value is not UNSET and value is not None:
         out[key] = value
 
 
-def _source(chunk: Source) -> dict[str, Any]:
+def _source(chunk: Source) -> JSONDict:
     """``source-url`` or ``source-document``, by the source's ``sourceType``."""
     p = chunk.payload
     if p.source_type == "document":
-        doc: dict[str, Any] = {"type": "source-document", "sourceId": p.id,
+        doc: JSONDict = {"type": "source-document", "sourceId": p.id,
                                "mediaType": p.mime_type if p.mime_type is not UNSET
                                else "application/octet-stream",
                                "title": p.title if p.title is not UNSET else p.id}
         _set(doc, "filename", getattr(p, "filename", UNSET))
         return doc
-    url: dict[str, Any] = {"type": "source-url", "sourceId": p.id,
+    url: JSONDict = {"type": "source-url", "sourceId": p.id,
                            "url": p.url if p.url is not UNSET else ""}
     _set(url, "title", p.title)
     return url
@@ -139,7 +140,7 @@ class UIMessageStream:
         if isinstance(chunk, TextDelta):  # the hot path first
             return [{"type": "text-delta", "id": chunk.payload.id, "delta": chunk.payload.text}]
         if isinstance(chunk, DataChunk):
-            data: dict[str, Any] = {"type": chunk.type, "data": chunk.data}
+            data: JSONDict = {"type": chunk.type, "data": chunk.data}
             _set(data, "id", chunk.id)
             if chunk.transient is True:
                 data["transient"] = True
@@ -152,18 +153,18 @@ class UIMessageStream:
         if isinstance(chunk, StepFinish):
             return [{"type": "finish-step"}]
         if isinstance(chunk, (TextStart, ReasoningStart)):
-            opened: dict[str, Any] = {"type": chunk.type, "id": chunk.payload.id}
+            opened: JSONDict = {"type": chunk.type, "id": chunk.payload.id}
             _set(opened, "providerMetadata", chunk.payload.provider_metadata)
             return [opened]
         if isinstance(chunk, (TextEnd, ReasoningEnd)):
-            closed: dict[str, Any] = {"type": chunk.type, "id": chunk.payload.id}
+            closed: JSONDict = {"type": chunk.type, "id": chunk.payload.id}
             _set(closed, "providerMetadata", getattr(chunk.payload, "provider_metadata", UNSET))
             return [closed]
         if isinstance(chunk, ReasoningDelta):
             return [{"type": "reasoning-delta", "id": chunk.payload.id,
                      "delta": chunk.payload.text}]
         if isinstance(chunk, ToolCallInputStreamingStart):
-            start: dict[str, Any] = {"type": "tool-input-start",
+            start: JSONDict = {"type": "tool-input-start",
                                      "toolCallId": chunk.payload.tool_call_id,
                                      "toolName": chunk.payload.tool_name, "dynamic": False}
             _set(start, "providerExecuted", getattr(chunk.payload, "provider_executed", UNSET))
@@ -185,19 +186,19 @@ class UIMessageStream:
                      "errorText": error_text_of(chunk.payload.error)}]
         return self._rare(chunk)
 
-    def _opening(self, step: StepStart) -> list[dict[str, Any]]:
+    def _opening(self, step: StepStart) -> list[JSONDict]:
         """The held ``start``, sent with the first step so its ``messageId`` is the step's."""
         if self._started:
             return []
         self._started = True
-        out: dict[str, Any] = {"type": "start"}
+        out: JSONDict = {"type": "start"}
         message_id = step.payload.message_id
         if message_id is UNSET and self._start is not None:
             message_id = self._start.payload.message_id
         _set(out, "messageId", message_id)
         return [out]
 
-    def _rare(self, chunk: Chunk) -> list[dict[str, Any]]:
+    def _rare(self, chunk: Chunk) -> list[JSONDict]:
         if isinstance(chunk, Finish):
             self._finished = True
             step_result: Any = chunk.payload.step_result
@@ -230,13 +231,13 @@ class UIMessageStream:
             return [{"type": f"data-{chunk.type}", "data": to_builtins(chunk)["payload"]}]
         return []
 
-    def _begin(self) -> list[dict[str, Any]]:
+    def _begin(self) -> list[JSONDict]:
         """A terminal chunk before any step (an early tripwire or error) still needs the
         message's ``start`` first, or the client has no message to put it in."""
         if self._started:
             return []
         self._started = True
-        out: dict[str, Any] = {"type": "start"}
+        out: JSONDict = {"type": "start"}
         if self._start is not None:
             _set(out, "messageId", self._start.payload.message_id)
         return [out]
