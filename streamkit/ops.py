@@ -33,6 +33,7 @@ from ._apply import AppliedStream, apply, from_observable, fused_source, merge, 
 from .chunks import CHUNK_TYPES, DataChunk, TextDelta
 from .errors import InvalidArgument, InvalidType
 from .processors import Pipeline, Processor, TripWire, is_async_callable
+from .validate import is_int
 
 __all__ = [
     "map", "filter", "drop", "abort", "tap", "scan", "batch", "take", "skip", "take_while",
@@ -365,7 +366,7 @@ class _Counted(Processor):
 
     def __init__(self, kind: str, keeps: Callable[[int, int], bool], n: int, *,
                  id: str | None, types: Iterable[str] | str | None) -> None:
-        if not isinstance(n, int) or isinstance(n, bool):
+        if not is_int(n):
             raise InvalidType(f"ops.{kind} takes an int count >= 0, got {type(n).__name__} "
                               f"{n!r}")
         if n < 0:

@@ -33,6 +33,7 @@ import msgspec
 from ._chunk_base import has_extra_keys, merge_extra_keys
 from .chunks import CHUNK_TYPES, Chunk, ChunkBase, chunk_from_builtins
 from .errors import ChunkDecodeError, InvalidArgument, InvalidType, StreamkitError
+from .validate import optional_int_at_least
 
 __all__ = [
     "encode",
@@ -363,11 +364,7 @@ class SSEParser:
                  "_limit", "last_event_id", "retry")
 
     def __init__(self, *, max_event_bytes: int | None = DEFAULT_MAX_EVENT_BYTES) -> None:
-        if max_event_bytes is not None and (not isinstance(max_event_bytes, int)
-                                            or isinstance(max_event_bytes, bool)
-                                            or max_event_bytes < 1):
-            raise InvalidArgument(f"max_event_bytes must be an int >= 1 or None, got "
-                                  f"{max_event_bytes!r}")
+        optional_int_at_least(max_event_bytes, "max_event_bytes", 1)
         self._limit = max_event_bytes
         self._pieces: list[bytes] = []  # the unfinished line, in the pieces it arrived in
         self._pending = 0  # their total length

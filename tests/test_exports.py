@@ -134,6 +134,10 @@ INTENDED: dict[str, set[str]] = {
     "streamkit.agent": {
         "Agent", "AgentResult", "AgentStream", "Override", "StepResult", "TripwireInfo", "Usage",
     },
+    "streamkit.validate": {
+        "is_int", "is_number", "int_at_least", "optional_int_at_least", "seconds",
+        "optional_seconds", "one_of", "instance_of", "non_empty_str",
+    },
     "streamkit.processors": {
         "Processor", "Pipeline", "InputProcessor", "OutputProcessor", "ErrorProcessor",
         "TripWire", "Violation", "StepOverrides", "MessagesUpdate", "LLMRequestUpdate",

@@ -22,6 +22,7 @@ from typing import Any
 from streamkit import Processor
 from streamkit.chunks import TextDelta
 from streamkit.errors import InvalidArgument, InvalidType
+from streamkit.validate import is_int
 
 __all__ = ["BatchParts"]
 
@@ -59,7 +60,7 @@ class BatchParts(Processor):
                  emit_on_non_text: bool = True, clock: Callable[[], float] = time.monotonic,
                  id: str | None = None) -> None:
         super().__init__(id)
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool):
+        if not is_int(batch_size):
             raise InvalidType(f"batch_size must be an int >= 1, got "
                               f"{type(batch_size).__name__} {batch_size!r}")
         if batch_size < 1:

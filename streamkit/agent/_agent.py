@@ -31,6 +31,7 @@ from ..processors._base import Pipeline, flatten_processors
 from ..processors._runtime import DEFAULT_HOOK_TIMEOUT
 from ..processors._spec import ProcessorSpec, register
 from ..tools import DEFAULT_TOOL_TIMEOUT, tools_by_name
+from ..validate import int_at_least, optional_int_at_least, optional_seconds
 from ._build import schema_of
 from ._loop import NODES, build_graph
 from ._result import AgentResult, AgentStream
@@ -485,11 +486,7 @@ def _pick(given: Any, default: Any) -> Any:
 
 
 def _check_seconds(name: str, value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise InvalidArgument(f"{name} must be None or a number of seconds > 0, got {value!r}")
-    return float(value)
+    return optional_seconds(value, name)
 
 
 def _check_id(name: str, value: str | None) -> str | None:
@@ -510,10 +507,5 @@ def _check_id(name: str, value: str | None) -> str | None:
 
 
 def _check_counts(max_steps: int, max_processor_retries: int | None) -> None:
-    if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1:
-        raise InvalidArgument(f"max_steps must be an int >= 1, got {max_steps!r}")
-    if max_processor_retries is not None and (
-            not isinstance(max_processor_retries, int) or isinstance(max_processor_retries, bool)
-            or max_processor_retries < 0):
-        raise InvalidArgument(f"max_processor_retries must be None or an int >= 0, got "
-                              f"{max_processor_retries!r}")
+    int_at_least(max_steps, "max_steps", 1)
+    optional_int_at_least(max_processor_retries, "max_processor_retries", 0)

@@ -57,7 +57,7 @@ from ..errors import (
 from ..memory import Memory, Thread
 from ..messages import Message, format_timestamp, message_to_dict, to_core
 from ..wire import encode, to_builtins
-from ._requests import Call, issues_of, parse_agent_call, read_json
+from ._requests import Call, decode_agent_call, issues_of, read_json
 from ._sse import CLOSE_TIMEOUT, DONE, SSE_HEADERS, EventStream, SSEResponse
 from ._tenancy import DENIED, Tenancy
 
@@ -308,7 +308,7 @@ class MastraAPI:
         if agent is None:
             return _not_found(agent_id)
         try:
-            call = parse_agent_call(read_json(await request.body()))
+            call = decode_agent_call(await request.body())
             refused = await self.tenancy.admit(request, agent, call, call.resource_field)
         except StreamkitError as exc:
             return error_response(exc)
