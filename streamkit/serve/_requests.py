@@ -51,8 +51,9 @@ from ..messages import (
     to_messages,
 )
 
-__all__ = ["Call", "read_json", "decode_agent_call", "decode_chat_call", "parse_agent_call",
-           "parse_chat_call", "ui_to_messages", "issues_of"]
+__all__ = ["Call", "ThreadBody", "read_json", "decode_agent_call", "decode_chat_call",
+           "decode_thread_body", "parse_agent_call", "parse_chat_call", "ui_to_messages",
+           "issues_of"]
 
 _NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 
@@ -101,6 +102,29 @@ class _ChatBody(_OptionsBody, rename="camel"):
 
     messages: list[Any] | None = None
     trigger: Literal["submit-message", "regenerate-message"] = "submit-message"
+
+
+class ThreadBody(msgspec.Struct, rename="camel"):
+    """``POST /api/memory/threads``: ``{resourceId, threadId?, title?, metadata?}``. An empty
+    ``resourceId``/``threadId`` counts as not given (the server may decide the resource; a thread
+    id is generated); Mastra's client also spells ``resourceid``. Decision: a ``title`` that is
+    not a string or ``metadata`` that is not an object is a ``400`` (it was silently dropped;
+    Mastra's own route refuses them too)."""
+
+    resource_id: str | None = None
+    resourceid: str | None = None
+    thread_id: str | None = None
+    title: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+_THREAD_ISSUES: dict[str, tuple[str, str, type[InvalidArgument] | type[InvalidType]]] = {
+    "resourceId": ("resourceId", "Invalid input", InvalidType),
+    "resourceid": ("resourceId", "Invalid input", InvalidType),
+    "threadId": ("threadId", "expected a string", InvalidType),
+    "title": ("title", "expected a string", InvalidType),
+    "metadata": ("metadata", "expected an object", InvalidType),
+}
 
 
 #: The options ``Agent.stream`` takes straight from the body: struct attribute (= keyword).
@@ -264,6 +288,24 @@ def _resource_field(body: _OptionsBody) -> str:
 
 
 _OBJECT = msgspec.json.Decoder(dict[str, Any])
+_THREAD_BODY = msgspec.json.Decoder(ThreadBody)
+
+
+def decode_thread_body(body: bytes) -> ThreadBody:
+    """A thread-creation body (JSON bytes) as a ``ThreadBody``.
+
+    Raises:
+        InvalidArgument: not JSON or not an object (``field`` is ``"(body)"``).
+        InvalidType: a field of the wrong JSON type (``exc.field`` names it).
+
+    Example:
+        >>> decode_thread_body(b'{"resourceId": "u1", "title": "Returns"}').title
+        'Returns'
+    """
+    try:
+        return _THREAD_BODY.decode(body) if body.strip() else _THREAD_BODY.decode(b"null")
+    except msgspec.MsgspecError as exc:
+        raise _body_error(exc, _THREAD_ISSUES) from None
 _AGENT_BODY = msgspec.json.Decoder(_AgentBody)
 _CHAT_BODY = msgspec.json.Decoder(_ChatBody)
 

@@ -20,7 +20,7 @@ from streamkit.errors import InvalidArgument, InvalidType
 from streamkit.memory import Memory, SQLiteStore
 from streamkit.models import ModelRequest
 from streamkit.serve import create_app
-from streamkit.serve._requests import decode_agent_call, decode_chat_call
+from streamkit.serve._requests import decode_agent_call, decode_chat_call, decode_thread_body
 from streamkit.testing import FunctionModel, text
 
 from ._server import ServerThread
@@ -144,3 +144,19 @@ def test_each_body_error_has_its_field_and_class(body: bytes, field: str,
         decode_agent_call(body)
     assert type(caught.value) is error
     assert getattr(caught.value, "field", None) == field
+
+
+@pytest.mark.parametrize("body, field", [
+    (b'{"resourceId": 5}', "resourceId"), (b'{"resourceid": []}', "resourceId"),
+    (b'{"resourceId": "u1", "title": 5}', "title"),
+    (b'{"resourceId": "u1", "metadata": "x"}', "metadata"), (b"[]", "(body)"),
+])
+def test_a_malformed_thread_body_is_a_400_naming_the_field(server: httpx.Client, body: bytes,
+                                                           field: str) -> None:
+    with pytest.raises((InvalidArgument, InvalidType)) as caught:
+        decode_thread_body(body)
+    assert getattr(caught.value, "field", None) == field
+    answer = server.post("/api/memory/threads?agentId=demo", content=body,
+                         headers={"content-type": "application/json"})
+    assert answer.status_code == 400
+    assert answer.json()["issues"][0]["field"] == field
