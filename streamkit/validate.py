@@ -116,13 +116,14 @@ def one_of(value: object, name: str, choices: Collection[T], **attrs: Any) -> T:
     """``value`` when it is one of ``choices`` (compared with ``==``).
 
     Raises:
-        InvalidArgument: any other value; the message lists the choices.
+        InvalidArgument: any other value; the message lists the choices (``"mode must be one
+            of 'a', 'b'; got 'c'"``).
     """
     for choice in choices:
         if type(value) is type(choice) and value == choice:
             return choice
     shown = ", ".join(repr(c) for c in choices)
-    raise InvalidArgument(f"{name} must be one of {shown}, got {value!r}", **attrs)
+    raise InvalidArgument(f"{name} must be one of {shown}; got {value!r}", **attrs)
 
 
 def instance_of(value: object, name: str, kind: type[T], expected: str, **attrs: Any) -> T:

@@ -50,9 +50,9 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from streamkit.errors import InvalidArgument, InvalidType, MemoryStoreError
+from streamkit.errors import InvalidType, MemoryStoreError
 from streamkit.messages import Message, decode_message, message_encoder
-from streamkit.validate import optional_int_at_least, seconds
+from streamkit.validate import instance_of, one_of, optional_int_at_least, seconds
 
 from ._store import Thread, from_micros, now_micros, to_micros
 
@@ -157,10 +157,8 @@ class SQLiteStore:
             raise InvalidType(f"SQLiteStore path must be a str or a path, got "
                               f"{type(path).__name__}")
         seconds(busy_timeout, "busy_timeout", allow_zero=True)
-        if not isinstance(synchronous, str) or synchronous.upper() not in _SYNCHRONOUS:
-            error = InvalidArgument if isinstance(synchronous, str) else InvalidType
-            raise error(f"synchronous must be one of {sorted(_SYNCHRONOUS)}, got "
-                        f"{synchronous!r}")
+        instance_of(synchronous, "synchronous", str, f"one of {sorted(_SYNCHRONOUS)}")
+        one_of(synchronous.upper(), "synchronous", sorted(_SYNCHRONOUS))
         self.path = os.fspath(path)
         self.busy_timeout = float(busy_timeout)
         self.synchronous = synchronous.upper()
