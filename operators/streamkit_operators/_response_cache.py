@@ -228,8 +228,7 @@ class ResponseCache(Processor):
             if not callable(getattr(cache, method, None)):
                 raise InvalidType(f"cache must have get/set/delete methods; "
                                   f"{type(cache).__name__} has no {method}()")
-        if ttl is not None and ttl <= 0:
-            raise InvalidArgument(f"ttl must be > 0 seconds or None, got {ttl}")
+        optional_seconds(ttl, "ttl")
         for name, value in (("lease", lease), ("wait", wait)):
             optional_seconds(value, name)
         self.cache = cache
