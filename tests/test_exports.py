@@ -133,6 +133,7 @@ INTENDED: dict[str, set[str]] = {
     },
     "streamkit.agent": {
         "Agent", "AgentResult", "AgentStream", "Override", "StepResult", "TripwireInfo", "Usage",
+        "CallOptions",
     },
     "streamkit.validate": {
         "is_int", "is_number", "int_at_least", "optional_int_at_least", "seconds",

@@ -6,8 +6,8 @@ routing table, and the result/stream handles. Processor calling lives in
 ``streamkit.models``; storage in ``streamkit.memory``.
 """
 
-from ._agent import Agent, Override
+from ._agent import Agent, CallOptions, Override
 from ._result import AgentResult, AgentStream, StepResult, TripwireInfo, Usage
 
-__all__ = ["Agent", "Override", "AgentResult", "AgentStream", "StepResult", "TripwireInfo",
-           "Usage"]
+__all__ = ["Agent", "Override", "CallOptions", "AgentResult", "AgentStream", "StepResult",
+           "TripwireInfo", "Usage"]
