@@ -32,6 +32,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from streamkit.errors import MessageError
+from streamkit.validate import is_number
 
 __all__ = [
     # the model
@@ -606,7 +607,7 @@ def message_from_dict(data: Mapping[str, object]) -> Message:
 def _coerce_datetime(value: object) -> datetime:
     if isinstance(value, datetime):
         return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if is_number(value):
         return datetime.fromtimestamp(value / 1000, _UTC)
     if isinstance(value, str):
         try:

@@ -33,6 +33,7 @@ from ._apply import AppliedStream, apply, from_observable, fused_source, merge, 
 from .chunks import CHUNK_TYPES, Chunk, DataChunk, TextDelta
 from .errors import InvalidArgument, InvalidType
 from .processors import Pipeline, Processor, TripWire, is_async_callable
+from .validate import is_int, optional_int_at_least, optional_seconds
 
 __all__ = [
     "map", "filter", "drop", "abort", "tap", "scan", "batch", "take", "skip", "take_while",
@@ -310,10 +311,8 @@ class batch(Processor):
         if count is None and not sentence and interval is None:
             raise InvalidArgument("ops.batch needs count=, sentence=True or interval= "
                                   "(seconds); got none of them")
-        if count is not None and count < 1:
-            raise InvalidArgument(f"ops.batch count must be >= 1, got {count}")
-        if interval is not None and interval <= 0:
-            raise InvalidArgument(f"ops.batch interval must be > 0 seconds, got {interval}")
+        optional_int_at_least(count, "ops.batch count", 1)
+        optional_seconds(interval, "ops.batch interval")
         super().__init__(id or _op_id("batch"))
         self.count, self.sentence, self.interval, self.clock = count, sentence, interval, clock
 
@@ -365,7 +364,7 @@ class _Counted(Processor):
 
     def __init__(self, kind: str, keeps: Callable[[int, int], bool], n: int, *,
                  id: str | None, types: Iterable[str] | str | None) -> None:
-        if not isinstance(n, int) or isinstance(n, bool):
+        if not is_int(n):
             raise InvalidType(f"ops.{kind} takes an int count >= 0, got {type(n).__name__} "
                               f"{n!r}")
         if n < 0:

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from .errors import StreamkitError
+from .errors import InvalidArgument, InvalidType, StreamkitError
 
 # ``import streamkit`` imports this module, but tiktoken (a native extension, ~30 ms) is only
 # needed once something is counted: the functions below import it on first use.
@@ -258,8 +258,8 @@ class TokenCounter:
         self.rules = rules or _rules_for(model)
         if encoding is not None and not isinstance(encoding, str):
             if not callable(getattr(encoding, "encode", None)):
-                raise StreamkitError(f"encoding must be a name or a tiktoken.Encoding, got "
-                                     f"{type(encoding).__name__}")
+                raise InvalidType(f"encoding must be a name or a tiktoken.Encoding, got "
+                                  f"{type(encoding).__name__}")
             self._enc = encoding
             self.requested_encoding = self.encoding_name = str(getattr(encoding, "name", "?"))
             self.is_exact = True
@@ -349,8 +349,8 @@ class TokenCounter:
         request's reply priming. A ``tool`` message with several results counts as one message
         per result, as Chat Completions receives them."""
         if not isinstance(message, Mapping):
-            raise StreamkitError(f"count_message() takes a message dict with role and content, "
-                                 f"got {type(message).__name__}")
+            raise InvalidType(f"count_message() takes a message dict with role and content, "
+                              f"got {type(message).__name__}")
         rules = self.rules
         role = str(message.get("role") or "")
         content = message.get("content")
@@ -459,7 +459,7 @@ def _spec_of(tool: object) -> tuple[str, str, Any]:
     if isinstance(tool, Mapping):
         fn = tool.get("function") if tool.get("type") == "function" else tool
         if not isinstance(fn, Mapping) or "name" not in fn:
-            raise StreamkitError(f"a tool schema needs a 'name'; got {dict(tool)!r:.80}")
+            raise InvalidArgument(f"a tool schema needs a 'name'; got {dict(tool)!r:.80}")
         return (str(fn["name"]), str(fn.get("description") or ""),
                 fn.get("parameters") or fn.get("input_schema") or fn.get("inputSchema") or {})
     spec = getattr(tool, "spec", None)
@@ -467,8 +467,8 @@ def _spec_of(tool: object) -> tuple[str, str, Any]:
         tool = spec
     name = getattr(tool, "name", None) or getattr(tool, "id", None)
     if not isinstance(name, str):
-        raise StreamkitError(f"cannot count tokens of tool {tool!r:.60}: expected a Tool, a "
-                             f"ToolSpec or a dict with name, description and parameters")
+        raise InvalidType(f"cannot count tokens of tool {tool!r:.60}: expected a Tool, a "
+                          f"ToolSpec or a dict with name, description and parameters")
     params = getattr(tool, "parameters", None) or getattr(tool, "input_schema", None) or {}
     return name, str(getattr(tool, "description", "") or ""), params
 

@@ -64,6 +64,7 @@ from .errors import ToolError
 from .models._base import ToolSpec
 from .processors._runtime import Writer
 from .processors._spec import is_async_callable
+from .validate import is_number
 
 __all__ = ["Tool", "tool", "json_schema"]
 
@@ -127,7 +128,7 @@ def check_timeout(owner: str, value: object) -> float | None:
     """
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+    if not is_number(value) or not value > 0:
         raise ToolError(f"{owner}: timeout must be None or a number of seconds > 0, got "
                         f"{value!r}")
     return float(value)

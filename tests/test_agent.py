@@ -19,7 +19,6 @@ from streamkit import (
     get_text,
     tool,
 )
-from streamkit.agent._agent import _Call
 from streamkit.chunks import TextDelta
 from streamkit.errors import GraphError, ScriptExhausted
 from streamkit.testing import FunctionModel, ScriptedModel, api_error, text, tool_call
@@ -648,7 +647,7 @@ class TestModels:
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
         agent = Agent(id="r", model="openai/gpt-4o-mini")  # no key needed until first use
         assert agent.model.model_id == "gpt-4o-mini"
-        assert agent._config(_Call()).model is agent.model is agent._config(_Call()).model
+        assert agent._config({}).model is agent.model is agent._config({}).model
 
     async def test_bad_model(self) -> None:
         with pytest.raises(StreamkitError, match="router id"):

@@ -94,8 +94,10 @@ def _parameter_rows(html: str) -> list[tuple[str, bool]]:
     out = []
     for row in rows:
         name = re.search(r"<code>(.*?)</code>", row, re.S)
-        if name:
-            out.append((name.group(1), "<em>required</em>" in row))
+        if name:  # an attribute's name comes wrapped in a <span> (CallOptions' options)
+            text = re.sub(r"<[^>]+>", "", name.group(1))
+            out.append((text if text.isidentifier() else name.group(1),
+                        "<em>required</em>" in row))
     return out
 
 

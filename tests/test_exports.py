@@ -143,7 +143,11 @@ INTENDED: dict[str, set[str]] = {
     },
     "streamkit.agent": {
         "Agent", "AgentResult", "AgentStream", "Override", "StepResult", "TripwireInfo", "Usage",
-        "StepToolCall", "StepToolResult", "ToolOutcome",
+        "StepToolCall", "StepToolResult", "ToolOutcome", "CallOptions",
+    },
+    "streamkit.validate": {
+        "is_int", "is_number", "int_at_least", "optional_int_at_least", "seconds",
+        "optional_seconds", "one_of", "instance_of", "non_empty_str",
     },
     "streamkit.processors": {
         "Processor", "Pipeline", "InputProcessor", "OutputProcessor", "ErrorProcessor",

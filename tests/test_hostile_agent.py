@@ -26,7 +26,7 @@ import pytest
 
 from streamkit import Agent, ops, tool
 from streamkit.chunks import TextDelta
-from streamkit.errors import InvalidArgument, ProcessorError, ToolError
+from streamkit.errors import InvalidArgument, InvalidType, ProcessorError, ToolError
 from streamkit.memory import Memory, SQLiteStore
 from streamkit.testing import ScriptedModel, text, tool_call
 from streamkit.tools import Tool
@@ -235,9 +235,11 @@ class TestToolTimeouts:
             Tool("t", "d", {"type": "object"}, lambda args: 1, timeout=-1)
 
     @pytest.mark.parametrize("name", ["tool_timeout", "hook_timeout"])
-    @pytest.mark.parametrize("bad", [0, -1, "5", True])
-    def test_agent_timeouts_are_checked(self, name: str, bad: Any) -> None:
-        with pytest.raises(InvalidArgument, match=name):
+    @pytest.mark.parametrize("bad, error", [(0, InvalidArgument), (-1, InvalidArgument),
+                                            ("5", InvalidType), (True, InvalidType)])
+    def test_agent_timeouts_are_checked(self, name: str, bad: Any, error: type) -> None:
+        # Out of range: InvalidArgument (a ValueError); not a number: InvalidType (a TypeError).
+        with pytest.raises(error, match=name):
             Agent(id="a", model=ScriptedModel([text("x")]), **{name: bad})
 
 

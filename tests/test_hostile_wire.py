@@ -407,8 +407,9 @@ class TestFuzzedSSEParser:
                 parser.feed(piece)
 
     def test_the_limit_is_checked(self) -> None:
-        for bad in (0, -1, 1.5, True, "1"):
-            with pytest.raises(InvalidArgument, match="max_event_bytes"):
+        for bad, error in ((0, InvalidArgument), (-1, InvalidArgument), (1.5, InvalidType),
+                           (True, InvalidType), ("1", InvalidType)):
+            with pytest.raises(error, match="max_event_bytes"):
                 wire.SSEParser(max_event_bytes=bad)  # type: ignore[arg-type]
 
     def test_the_default_limit_holds_a_big_event(self) -> None:

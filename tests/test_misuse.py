@@ -93,10 +93,11 @@ MISUSES = [
                  "did you mean 'text-delta'", id="a-misspelled-chunk-type-gets-a-suggestion"),
     pytest.param(lambda: ops.batch(), InvalidArgument, "needs count=, sentence=True or interval=",
                  id="batch-without-any-trigger-lists-the-triggers"),
-    pytest.param(lambda: ops.batch(0), InvalidArgument, "count must be >= 1, got 0",
+    pytest.param(lambda: ops.batch(0), InvalidArgument, "count must be None or an int >= 1, got 0",
                  id="batch-with-a-zero-count-is-rejected"),
     pytest.param(lambda: ops.batch(interval=-1), InvalidArgument,
-                 "interval must be > 0 seconds, got -1", id="batch-with-a-negative-interval"),
+                 "interval must be None or a number of seconds > 0, got -1",
+                 id="batch-with-a-negative-interval"),
     pytest.param(lambda: ops.take(-1), InvalidArgument, "ops.take takes a count >= 0, got -1",
                  id="take-with-a-negative-count-is-rejected"),
     pytest.param(lambda: ops.skip("3"), InvalidType,  # type: ignore[arg-type]

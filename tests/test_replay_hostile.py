@@ -30,7 +30,7 @@ from typing import Any
 import psutil
 import pytest
 
-from streamkit.errors import InvalidArgument
+from streamkit.errors import InvalidArgument, InvalidType
 from streamkit.replay import replay
 
 from .conftest import REPO
@@ -215,9 +215,11 @@ class TestDeadline:
             assert (report.mode, report.streams, report.errors) == ("ray", 3, 1), name
             assert report.error_samples[0].startswith(f"{path}#1: DeadlineExceeded"), name
 
-    @pytest.mark.parametrize("bad", [0, -1, "5", True, float("nan")])
-    def test_a_bad_deadline_is_refused(self, tmp_path: Path, bad: Any) -> None:
-        with pytest.raises(InvalidArgument, match="deadline must be None or a number"):
+    @pytest.mark.parametrize("bad, error", [(0, InvalidArgument), (-1, InvalidArgument),
+                                            ("5", InvalidType), (True, InvalidType),
+                                            (float("nan"), InvalidArgument)])
+    def test_a_bad_deadline_is_refused(self, tmp_path: Path, bad: Any, error: type) -> None:
+        with pytest.raises(error, match="deadline must be None or a number"):
             replay([str(poisoned_file(tmp_path))], [], deadline=bad)
 
     def test_none_turns_it_off(self, tmp_path: Path) -> None:

@@ -383,3 +383,55 @@ def test_decode_of_encode_is_identity_for_a_tool_call_with_nested_args() -> None
                      args={"q": ["a", {"b": None, "c": 1.5, "d": True}], "extra": 1},
                      run_id="r", from_="AGENT")
     assert wire.decode(wire.encode(chunk)) == chunk
+
+
+# --- the extra-keys rule: one definition, four inlined copies (issue 32) -----------------------
+
+_ENCODERS = [wire.encode, wire.encode_sse, wire.encode_jsonl, wire.encode_msgpack]
+
+
+def _rule_text(source: str, start: str) -> str:
+    """The expression after ``start`` up to its closing ``):``, comments and spaces dropped."""
+    lines = source[source.index(start) + len(start):].splitlines()
+    text = ""
+    for line in lines:
+        text += line.split("#")[0].strip() + " "
+        if line.split("#")[0].rstrip().endswith(":"):
+            break
+    return "".join(text.split()).rstrip(":")
+
+
+@pytest.mark.parametrize("encoder", _ENCODERS, ids=lambda f: f.__name__)
+def test_each_encoder_inlines_the_one_extra_keys_rule(encoder: Any) -> None:
+    # The encoders copy the rule for speed (benchmarks/README.md, issue 32); a copy that drifts
+    # from ``_writes_extra_keys`` fails here.
+    import inspect
+
+    rule = _rule_text(inspect.getsource(wire._writes_extra_keys), "return bool")
+    copy = _rule_text(inspect.getsource(encoder), "if not ")
+    assert copy == rule
+
+
+_NESTED_EXTRA = (b'{"type":"step-finish","runId":"r","from":"AGENT","payload":{"output":'
+                 b'{"usage":{"inputTokens":1},"hint":1},"stepResult":{"reason":"stop"}}}')
+
+
+@pytest.mark.parametrize("encoder", _ENCODERS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("chunk", [
+    TextDelta(id="t", text="x"),
+    TextDelta(id="t", text="x", extra={"hint": 1}),
+    wire.decode(_NESTED_EXTRA),
+    wire.decode(_NESTED_EXTRA.replace(b',"hint":1', b"")),
+    DataChunk("data-x", {"a": 1}),
+], ids=["plain", "flat-extra", "nested-extra", "nested-plain", "data"])
+def test_each_encoder_keeps_extra_keys_as_the_rule_says(encoder: Any, chunk: Any) -> None:
+    from streamkit._chunk_base import has_extra_keys
+
+    assert wire._writes_extra_keys(chunk) == (not isinstance(chunk, DataChunk)
+                                              and has_extra_keys(chunk))
+    data = encoder(chunk)
+    if encoder is wire.encode_msgpack:
+        back = wire.decode_msgpack(data)
+    else:
+        back = wire.decode(data.removeprefix(b"data: ").strip())
+    assert back == chunk

@@ -22,6 +22,7 @@ from typing import Any
 from streamkit import Processor
 from streamkit.chunks import TextDelta
 from streamkit.errors import InvalidArgument, InvalidType
+from streamkit.validate import is_int, optional_seconds
 
 __all__ = ["BatchParts"]
 
@@ -59,13 +60,12 @@ class BatchParts(Processor):
                  emit_on_non_text: bool = True, clock: Callable[[], float] = time.monotonic,
                  id: str | None = None) -> None:
         super().__init__(id)
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool):
+        if not is_int(batch_size):
             raise InvalidType(f"batch_size must be an int >= 1, got "
                               f"{type(batch_size).__name__} {batch_size!r}")
         if batch_size < 1:
             raise InvalidArgument(f"batch_size must be an int >= 1, got {batch_size!r}")
-        if max_wait_time is not None and max_wait_time <= 0:
-            raise InvalidArgument(f"max_wait_time must be > 0 seconds, got {max_wait_time}")
+        optional_seconds(max_wait_time, "max_wait_time")
         self.batch_size = batch_size
         self.max_wait_time = max_wait_time
         self.emit_on_non_text = emit_on_non_text

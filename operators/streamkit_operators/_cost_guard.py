@@ -48,6 +48,7 @@ from typing import Any
 from streamkit import MessageList, Processor, Violation
 from streamkit.errors import InvalidArgument, InvalidType
 from streamkit.tokens import TokenCounter, get_counter
+from streamkit.validate import is_int, is_number, seconds
 
 from ._aio import call_maybe_async
 from ._model_check import check_choice
@@ -93,12 +94,12 @@ def _seconds(window: Any) -> float | None:
         return None
     if isinstance(window, timedelta):
         return window.total_seconds()
-    if isinstance(window, (int, float)) and not isinstance(window, bool) and window > 0:
+    if is_number(window) and window > 0:
         return float(window)
     if isinstance(window, str) and window in WINDOWS:
         return WINDOWS[window]
     allowed = f"one of {', '.join(WINDOWS)}, a number of seconds > 0, a timedelta or None"
-    if isinstance(window, (str, int, float)) and not isinstance(window, bool):
+    if isinstance(window, str) or is_number(window):
         raise InvalidArgument(f"window must be {allowed}; got {window!r}")
     raise InvalidType(f"window must be {allowed}; got {type(window).__name__} {window!r}")
 
@@ -220,13 +221,9 @@ class CostGuard(Processor):
         if not isinstance(ledger_name, str) or not ledger_name or ":" in ledger_name:
             raise InvalidArgument(f"the guard's name (name=, default its id) names its ledger: "
                                   f"a non-empty str without ':', got {ledger_name!r}")
-        if isinstance(reservation_ttl, bool) or not isinstance(reservation_ttl, (int, float)) \
-                or reservation_ttl <= 0:
-            raise InvalidArgument(f"reservation_ttl must be seconds > 0, got "
-                                  f"{reservation_ttl!r}")
+        seconds(reservation_ttl, "reservation_ttl")
         if output_tokens is not None and not callable(output_tokens) and (
-                isinstance(output_tokens, bool) or not isinstance(output_tokens, int)
-                or output_tokens < 0):
+                not is_int(output_tokens) or output_tokens < 0):
             raise InvalidArgument(f"output_tokens must be an int >= 0 or "
                                   f"fn(request_context) -> int, got {output_tokens!r}")
         if name is not None:
@@ -296,7 +293,7 @@ class CostGuard(Processor):
     def _limit(value: Any, request_context: Any) -> float | None:
         if callable(value):
             value = value(request_context)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        if not is_number(value) or value < 0:
             return None  # an invalid dynamic limit skips the check, as in Mastra
         return value
 
@@ -307,7 +304,7 @@ class CostGuard(Processor):
         elif value is None and isinstance(model_settings, Mapping):
             value = next((model_settings[k] for k in _MAX_OUTPUT_SETTINGS
                           if model_settings.get(k) is not None), 0)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        if not is_int(value) or value < 0:
             return 0
         return value
 

@@ -20,8 +20,9 @@ import re
 from collections.abc import Callable, Collection
 from typing import Any, NoReturn
 
-from streamkit.errors import InvalidArgument, StreamkitError
+from streamkit.errors import StreamkitError
 from streamkit.models import complete
+from streamkit.validate import one_of
 
 __all__ = ["ERROR_STRATEGIES", "check_choice", "ask_json", "parse_json", "on_check_failure",
            "ModelAnswerError"]
@@ -48,10 +49,7 @@ def check_choice(name: str, value: Any, allowed: Collection[str]) -> str:
         >>> check_choice("strategy", "warn", ("block", "warn"))
         'warn'
     """
-    if value not in allowed:
-        raise InvalidArgument(f"{name} must be one of {', '.join(map(repr, allowed))}; "
-                              f"got {value!r}")
-    return str(value)
+    return str(one_of(value, name, tuple(allowed)))
 
 
 def parse_json(text: str) -> Any:

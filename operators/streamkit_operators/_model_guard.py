@@ -14,6 +14,7 @@ from typing import Any
 
 from streamkit import get_text
 from streamkit.messages import TextPart
+from streamkit.validate import is_number
 
 from ._model_check import on_check_failure
 
@@ -87,8 +88,7 @@ def scores_of(value: Any, name_key: str) -> dict[str, float]:
         if not isinstance(item, dict):
             continue
         name, score = item.get(name_key), item.get("score")
-        if isinstance(name, str) and isinstance(score, (int, float)) \
-                and not isinstance(score, bool):
+        if isinstance(name, str) and is_number(score):
             out[name] = max(out.get(name, 0.0), float(score))
     return out
 

@@ -43,6 +43,7 @@ from collections.abc import Callable
 from typing import Any
 
 from streamkit.errors import InvalidArgument, InvalidType, StreamkitError
+from streamkit.validate import optional_seconds
 
 from ._usage_stores import bucket_of
 
@@ -310,10 +311,7 @@ class RedisUsageStore(_RedisBackend):
     def __init__(self, url_or_client: Any, *, prefix: str = "streamkit:usage:",
                  retention: float | None = 400 * 86400.0) -> None:
         super().__init__(url_or_client, prefix, "RedisUsageStore")
-        if retention is not None and (isinstance(retention, bool)
-                                      or not isinstance(retention, (int, float))
-                                      or retention <= 0):
-            raise InvalidArgument(f"retention must be seconds > 0 or None, got {retention!r}")
+        optional_seconds(retention, "retention")
         self.retention = retention
         self._scripts: dict[str, Any] = {}
 

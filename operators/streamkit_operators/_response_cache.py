@@ -73,6 +73,7 @@ from streamkit import MessageList, Processor
 from streamkit.chunks import coerce_chunk
 from streamkit.errors import InvalidArgument, InvalidType
 from streamkit.tools import json_schema
+from streamkit.validate import optional_seconds
 from streamkit.wire import to_builtins
 
 from ._aio import call_maybe_async
@@ -227,12 +228,9 @@ class ResponseCache(Processor):
             if not callable(getattr(cache, method, None)):
                 raise InvalidType(f"cache must have get/set/delete methods; "
                                   f"{type(cache).__name__} has no {method}()")
-        if ttl is not None and ttl <= 0:
-            raise InvalidArgument(f"ttl must be > 0 seconds or None, got {ttl}")
+        optional_seconds(ttl, "ttl")
         for name, value in (("lease", lease), ("wait", wait)):
-            if value is not None and (isinstance(value, bool) or not isinstance(
-                    value, (int, float)) or value <= 0):
-                raise InvalidArgument(f"{name} must be seconds > 0 or None, got {value!r}")
+            optional_seconds(value, name)
         self.cache = cache
         #: One model call per new key at a time (``None`` when ``lease=None``).
         self.single_flight = None if lease is None else SingleFlight(

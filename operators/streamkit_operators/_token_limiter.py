@@ -32,6 +32,7 @@ from streamkit import MessageList, Processor, TripWire
 from streamkit.chunks import DataChunk, ObjectChunk, TextDelta
 from streamkit.errors import InvalidArgument, InvalidType
 from streamkit.tokens import TokenCounter, get_counter
+from streamkit.validate import is_int
 
 from ._model_check import check_choice
 
@@ -115,7 +116,7 @@ class TokenLimiter(Processor):
                  on_memory_trim: Callable[[dict[str, Any]], Any] | None = None,
                  phase: str = "all", id: str | None = None) -> None:
         super().__init__(id)
-        if isinstance(limit, bool) or not isinstance(limit, int):
+        if not is_int(limit):
             raise InvalidType(f"limit must be a positive int (tokens), got "
                               f"{type(limit).__name__} {limit!r}")
         if limit <= 0:

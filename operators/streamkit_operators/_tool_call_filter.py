@@ -13,8 +13,9 @@ from typing import Any
 import msgspec
 
 from streamkit import Processor
-from streamkit.errors import InvalidArgument, InvalidType
+from streamkit.errors import InvalidType
 from streamkit.tokens import get_counter
+from streamkit.validate import optional_int_at_least
 
 __all__ = ["ToolCallFilter"]
 
@@ -71,9 +72,7 @@ class ToolCallFilter(Processor):
         if isinstance(exclude, str):
             raise InvalidType(f"exclude takes a list of tool names, not a single string; "
                               f"got {exclude!r} (did you mean [{exclude!r}]?)")
-        if filter_after_tool_steps is not None and filter_after_tool_steps < 0:
-            raise InvalidArgument(f"filter_after_tool_steps must be >= 0 or None, got "
-                                  f"{filter_after_tool_steps}")
+        optional_int_at_least(filter_after_tool_steps, "filter_after_tool_steps", 0)
         self.exclude = None if exclude is None else frozenset(exclude)
         self.filter_after_tool_steps = filter_after_tool_steps
         self.preserve_model_output = preserve_model_output

@@ -7,8 +7,8 @@ routing table, and the result/stream handles. Processor calling lives in
 """
 
 from .._tool_records import StepToolCall, StepToolResult, ToolOutcome
-from ._agent import Agent, Override
+from ._agent import Agent, CallOptions, Override
 from ._result import AgentResult, AgentStream, StepResult, TripwireInfo, Usage
 
-__all__ = ["Agent", "Override", "AgentResult", "AgentStream", "StepResult", "TripwireInfo",
-           "Usage", "StepToolCall", "StepToolResult", "ToolOutcome"]
+__all__ = ["Agent", "Override", "CallOptions", "AgentResult", "AgentStream", "StepResult",
+           "TripwireInfo", "Usage", "StepToolCall", "StepToolResult", "ToolOutcome"]

@@ -9,20 +9,18 @@ concurrent calls on one agent never share state.
 from __future__ import annotations
 
 import difflib
-import enum
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import (
     TYPE_CHECKING,
     Any,
-    Never,
     NoReturn,
     TypeAlias,
+    TypedDict,
     Union,
+    Unpack,
 )
-
-import msgspec
 
 from ..errors import InvalidArgument, InvalidType, ProcessorDefinitionError, ToolError, UsageError
 from ..graph import Graph
@@ -31,6 +29,7 @@ from ..processors._base import Pipeline, flatten_processors
 from ..processors._runtime import DEFAULT_HOOK_TIMEOUT
 from ..processors._spec import ProcessorSpec, register
 from ..tools import DEFAULT_TOOL_TIMEOUT, tools_by_name
+from ..validate import int_at_least, optional_int_at_least, optional_seconds
 from ._build import schema_of
 from ._loop import NODES, build_graph
 from ._observe import check_observers
@@ -43,18 +42,10 @@ if TYPE_CHECKING:
     from ..memory import Memory
     from ..messages import Message
 
-__all__ = ["Agent", "Override", "Processors", "MessageInput"]
+__all__ = ["Agent", "Override", "CallOptions", "Processors", "MessageInput"]
 
 log = logging.getLogger("streamkit.agent")
 
-
-class _Unset(enum.Enum):
-    """A call option left out (``None`` can be a meaningful value for some options)."""
-
-    UNSET = "unset"
-
-
-_UNSET = _Unset.UNSET
 
 #: A processor list: processors and ``Pipeline``s, or a function of ``request_context`` that
 #: returns them.
@@ -300,45 +291,51 @@ class Agent:
             chosen = _resolve_list(override, request_context, lane)
         return _specs(chosen, lane)
 
-    def _config(self, call: _Call) -> RunConfig:
+    def _config(self, call: CallOptions) -> RunConfig:
         # The caller's own dict, not a copy: processors may leave things in it for the caller.
-        rc = call.request_context if call.request_context is not None else {}
-        model = call.model if call.model is not None else self.model
+        rc = call.get("request_context")
+        if rc is None:
+            rc = {}
+        model = call.get("model")
+        if model is None:
+            model = self.model
         if model is None:
             raise UsageError(f"agent {self.id!r} has no model; pass model= to Agent(...) or "
                              f"to the call")
-        _check_counts(call.max_steps if call.max_steps is not None else self.max_steps,
-                      None if call.max_processor_retries is _UNSET
-                      else call.max_processor_retries)
-        structured = _pick(call.structured_output, self.structured_output)
-        active = _pick(call.active_tools, self.active_tools)
+        max_steps = call.get("max_steps")
+        if max_steps is None:
+            max_steps = self.max_steps
+        given_retries = "max_processor_retries" in call
+        retries = call["max_processor_retries"] if given_retries else self.max_processor_retries
+        _check_counts(max_steps, retries if given_retries else None)
+        structured = _pick(call.get("structured_output"), self.structured_output)
+        active = _pick(call.get("active_tools"), self.active_tools)
         if active is not None:
             unknown = [t for t in active if t not in self.tools]
             if unknown:
                 raise ToolError(f"active_tools names unknown tool(s) {unknown}; this agent has "
                                 f"{sorted(self.tools)}", tool_name=unknown[0])
-        prepare = _pick(call.prepare_step, self.prepare_step)
-        retries = self.max_processor_retries if call.max_processor_retries is _UNSET \
-            else call.max_processor_retries
+        prepare = _pick(call.get("prepare_step"), self.prepare_step)
         return RunConfig(
             agent_id=self.id, instructions=self.instructions, model=resolve_model(model),
             tools=self.tools,
-            input_specs=self._lane("input_processors", call.input_processors, rc),
-            output_specs=self._lane("output_processors", call.output_processors, rc),
-            error_specs=self._lane("error_processors", call.error_processors, rc),
+            input_specs=self._lane("input_processors", call.get("input_processors"), rc),
+            output_specs=self._lane("output_processors", call.get("output_processors"), rc),
+            error_specs=self._lane("error_processors", call.get("error_processors"), rc),
             prepare_step=register(_PrepareStep(prepare)) if prepare is not None else None,
             max_processor_retries=retries,
-            max_steps=call.max_steps if call.max_steps is not None else self.max_steps,
-            tool_choice=_pick(call.tool_choice, self.tool_choice),
+            max_steps=max_steps, tool_choice=_pick(call.get("tool_choice"), self.tool_choice),
             active_tools=tuple(active) if active is not None else None,
-            model_settings=dict(_pick(call.model_settings, self.model_settings) or {}),
-            provider_options=dict(_pick(call.provider_options, self.provider_options) or {}),
+            model_settings=dict(_pick(call.get("model_settings"), self.model_settings) or {}),
+            provider_options=dict(_pick(call.get("provider_options"), self.provider_options)
+                                  or {}),
             structured_output=structured,
             structured_schema=schema_of(structured) if structured is not None else None,
-            memory=self.memory, thread_id=_check_id("thread_id", call.thread_id),
-            resource_id=_check_id("resource_id", call.resource_id),
-            request_context=rc, timed=call.trace, tool_timeout=self.tool_timeout,
-            hook_timeout=self.hook_timeout, agent_name=self.name, observers=call.observers)
+            memory=self.memory, thread_id=_check_id("thread_id", call.get("thread_id")),
+            resource_id=_check_id("resource_id", call.get("resource_id")),
+            request_context=rc, timed=call.get("trace", True), tool_timeout=self.tool_timeout,
+            hook_timeout=self.hook_timeout, agent_name=self.name,
+            observers=check_observers(call.get("observers")))
 
     def graph(self, *, input_processors: Processors | Override | None = None,
               output_processors: Processors | Override | None = None,
@@ -346,7 +343,7 @@ class Agent:
               prepare_step: Callable[..., object] | None = None,
               request_context: dict[str, Any] | None = None) -> Graph:
         """The loop this agent runs, with the processors at each node (per-call lists apply)."""
-        return self._graph(self._config(_Call(
+        return self._graph(self._config(CallOptions(
             input_processors=input_processors, output_processors=output_processors,
             error_processors=error_processors, prepare_step=prepare_step,
             request_context=request_context)))
@@ -366,74 +363,32 @@ class Agent:
 
     # ------------------------------------------------------------------ running
 
-    def stream(self, messages: MessageInput | None = None, *,
-               input_processors: Processors | Override | None = None,
-               output_processors: Processors | Override | None = None,
-               error_processors: Processors | Override | None = None,
-               max_processor_retries: int | None | _Unset = _UNSET,
-               request_context: dict[str, Any] | None = None,
-               thread_id: str | None = None, resource_id: str | None = None,
-               max_steps: int | None = None, prepare_step: Callable[..., object] | None = None,
-               tool_choice: ToolChoice | None = None, active_tools: Sequence[str] | None = None,
-               model_settings: Mapping[str, object] | None = None,
-               provider_options: Mapping[str, object] | None = None,
-               structured_output: StructuredOutput | None = None,
-               model: Model | str | None = None, trace: bool = True,
-               observers: Sequence[RunObserver] | None = None,
-               **unknown: Never) -> AgentStream:
+    def stream(self, messages: MessageInput | None = None,
+               **options: Unpack[CallOptions]) -> AgentStream:
         """Run the agent and stream every chunk (``start``, ``step-start``, …, ``finish``).
 
         Args:
             messages: the input: a string, a ``Message``, a message dict, or a list of them.
-            input_processors, output_processors, error_processors: a list that replaces the
-                agent's for this call, or an ``Override`` that edits it. Memory is kept.
-            max_processor_retries: replaces the agent's value (``None``: no retries).
-            request_context: given to hooks and tools that ask for ``request_context``.
-            thread_id, resource_id: the memory thread and resource of this turn.
-            max_steps, prepare_step, tool_choice, active_tools, model: this call's values
-                (they win over the agent's), as are ``model_settings``, ``provider_options``
-                and ``structured_output``.
-            trace: ``False`` skips per-chunk timing of stream hooks.
-            observers: objects with ``on_event(event)`` that get this run's events
-                (``streamkit.events``: its path through the loop, steps, hook calls, and, for
-                an observer with ``chunk_detail = True``, what each stream processor did to
-                each chunk), synchronously and in order. ``None``/empty: no cost at all.
+            **options: this call's options, each a keyword (``CallOptions`` lists them:
+                processor lists, ``request_context``, ``thread_id``/``resource_id``,
+                ``max_steps``, ``tool_choice``, ``model``, ``trace``...); an IDE completes
+                them and mypy checks their names and types.
 
         Returns:
             An ``AgentStream``; the run starts when it is first iterated or awaited.
 
         Raises:
-            UsageError: an unknown option (``InvalidType``, naming the closest valid one; the
-                ``Never`` type of ``**unknown`` makes mypy flag it too), a bad option value
-                (``InvalidArgument``), no model.
+            UsageError: an unknown option (``InvalidType``, naming the closest valid one;
+                mypy flags it too), a bad option value (``InvalidArgument``), no model.
             ProcessorDefinitionError: a malformed processor.
         """
-        if unknown:
-            _reject_unknown(unknown)
-        call = _Call(input_processors, output_processors, error_processors,
-                     max_processor_retries, request_context, thread_id, resource_id, max_steps,
-                     prepare_step, tool_choice, active_tools, model_settings, provider_options,
-                     structured_output, model, trace, check_observers(observers))
-        cfg = self._config(call)
+        if not options.keys() <= _OPTIONS:
+            _reject_unknown(options)
+        cfg = self._config(options)
         return AgentStream(Run(cfg, self._graph(cfg), NODES, messages))
 
-    async def generate(self, messages: MessageInput | None = None, *,
-                       input_processors: Processors | Override | None = None,
-                       output_processors: Processors | Override | None = None,
-                       error_processors: Processors | Override | None = None,
-                       max_processor_retries: int | None | _Unset = _UNSET,
-                       request_context: dict[str, Any] | None = None,
-                       thread_id: str | None = None, resource_id: str | None = None,
-                       max_steps: int | None = None,
-                       prepare_step: Callable[..., object] | None = None,
-                       tool_choice: ToolChoice | None = None,
-                       active_tools: Sequence[str] | None = None,
-                       model_settings: Mapping[str, object] | None = None,
-                       provider_options: Mapping[str, object] | None = None,
-                       structured_output: StructuredOutput | None = None,
-                       model: Model | str | None = None, trace: bool = True,
-                       observers: Sequence[RunObserver] | None = None,
-                       **unknown: Never) -> AgentResult:
+    async def generate(self, messages: MessageInput | None = None,
+                       **options: Unpack[CallOptions]) -> AgentResult:
         """Run the agent to completion and return its ``AgentResult`` (the arguments are
         ``stream``'s). A tripwire does not raise: check ``result.tripwire``.
 
@@ -441,48 +396,66 @@ class Agent:
             APICallError: the model failed and no error processor recovered.
             ProcessorError: a processor raised or returned a value of the wrong shape.
         """
-        if unknown:
-            _reject_unknown(unknown)
-        stream = self.stream(
-            messages, input_processors=input_processors, output_processors=output_processors,
-            error_processors=error_processors, max_processor_retries=max_processor_retries,
-            request_context=request_context, thread_id=thread_id, resource_id=resource_id,
-            max_steps=max_steps, prepare_step=prepare_step, tool_choice=tool_choice,
-            active_tools=active_tools, model_settings=model_settings,
-            provider_options=provider_options, structured_output=structured_output,
-            model=model, trace=trace, observers=observers)
-        return await stream.result()
+        return await self.stream(messages, **options).result()
 
 
-class _Call(msgspec.Struct, frozen=True):
-    """The options of one ``stream``/``generate`` call, as given (``None``: not given). A
-    frozen msgspec ``Struct``, built in C (see ``RunConfig``)."""
+class CallOptions(TypedDict, total=False):
+    """The options of one ``Agent.stream``/``Agent.generate`` call, written once: both take
+    ``**options: Unpack[CallOptions]``, so an IDE completes each keyword and mypy checks its name
+    and type. Every option may be left out; ``None`` means "not given" (the agent's value is
+    used), except for ``max_processor_retries``, where ``None`` means no retries.
 
-    input_processors: Processors | Override | None = None
-    output_processors: Processors | Override | None = None
-    error_processors: Processors | Override | None = None
-    max_processor_retries: int | None | _Unset = _UNSET
-    request_context: dict[str, Any] | None = None
-    thread_id: str | None = None
-    resource_id: str | None = None
-    max_steps: int | None = None
-    prepare_step: Callable[..., Any] | None = None
-    tool_choice: ToolChoice | None = None
-    active_tools: Sequence[str] | None = None
-    model_settings: Mapping[str, Any] | None = None
-    provider_options: Mapping[str, Any] | None = None
-    structured_output: StructuredOutput | None = None
-    model: Model | str | None = None
-    trace: bool = True
-    observers: tuple[Any, ...] = ()
+    Attributes:
+        input_processors: a list that replaces the agent's for this call, or an ``Override``
+            that edits it. Memory is kept.
+        output_processors: as ``input_processors``, for the output lane.
+        error_processors: as ``input_processors``, for the error lane.
+        max_processor_retries: replaces the agent's value (``None``: no retries).
+        request_context: given to hooks and tools that ask for ``request_context`` (the
+            caller's own dict: processors may leave things in it for the caller).
+        thread_id: the memory thread of this turn.
+        resource_id: the memory resource (owner) of this turn.
+        max_steps: this call's step limit (wins over the agent's).
+        prepare_step: this call's ``prepare_step`` function.
+        tool_choice: ``"auto"``, ``"none"``, ``"required"`` or ``{"type": "tool",
+            "toolName": name}``.
+        active_tools: the names of the tools the model may call in this call.
+        model_settings: the model's settings (``temperature``, ``maxOutputTokens``...).
+        provider_options: options passed to the provider as given.
+        structured_output: a type or a JSON Schema the answer must match.
+        model: a model object or a router id such as ``"openai/gpt-4o-mini"``.
+        trace: ``False`` skips per-chunk timing of stream hooks (default ``True``).
+        observers: objects with ``on_event(event)`` that get this run's events
+            (``streamkit.events``: its path through the loop, steps, hook calls, and, for an
+            observer with ``chunk_detail = True``, what each stream processor did to each
+            chunk), synchronously and in order. ``None``/empty: no cost at all.
+    """
+
+    input_processors: Processors | Override | None
+    output_processors: Processors | Override | None
+    error_processors: Processors | Override | None
+    max_processor_retries: int | None
+    request_context: dict[str, Any] | None
+    thread_id: str | None
+    resource_id: str | None
+    max_steps: int | None
+    prepare_step: Callable[..., Any] | None
+    tool_choice: ToolChoice | None
+    active_tools: Sequence[str] | None
+    model_settings: Mapping[str, Any] | None
+    provider_options: Mapping[str, Any] | None
+    structured_output: StructuredOutput | None
+    model: Model | str | None
+    trace: bool
+    observers: Sequence[RunObserver] | None
 
 
-_OPTIONS = _Call.__struct_fields__
+_OPTIONS = frozenset(CallOptions.__optional_keys__)
 
 
 def _reject_unknown(unknown: Mapping[str, object]) -> NoReturn:
     name = sorted(unknown)[0]
-    close = difflib.get_close_matches(name, _OPTIONS, n=1)
+    close = difflib.get_close_matches(name, sorted(_OPTIONS), n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     raise InvalidType(f"unknown option {name!r}{hint} Valid options: "
                       f"{', '.join(sorted(_OPTIONS))}")
@@ -493,12 +466,8 @@ def _pick(given: object, default: object) -> Any:
     return given if given is not None else default
 
 
-def _check_seconds(name: str, value: object) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise InvalidArgument(f"{name} must be None or a number of seconds > 0, got {value!r}")
-    return float(value)
+def _check_seconds(name: str, value: Any) -> float | None:
+    return optional_seconds(value, name)
 
 
 def _check_id(name: str, value: str | None) -> str | None:
@@ -519,10 +488,5 @@ def _check_id(name: str, value: str | None) -> str | None:
 
 
 def _check_counts(max_steps: int, max_processor_retries: int | None) -> None:
-    if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1:
-        raise InvalidArgument(f"max_steps must be an int >= 1, got {max_steps!r}")
-    if max_processor_retries is not None and (
-            not isinstance(max_processor_retries, int) or isinstance(max_processor_retries, bool)
-            or max_processor_retries < 0):
-        raise InvalidArgument(f"max_processor_retries must be None or an int >= 0, got "
-                              f"{max_processor_retries!r}")
+    int_at_least(max_steps, "max_steps", 1)
+    optional_int_at_least(max_processor_retries, "max_processor_retries", 0)

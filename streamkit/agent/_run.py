@@ -164,7 +164,7 @@ class Run:
         result text); a non-transient ``data-*`` chunk becomes a part of the turn's assistant
         message; the ``tool-result``/``tool-error`` of a tool this run called is stored as the
         call's outcome, as delivered. (The model's text deltas take an inlined copy of this in
-        ``events``.)"""
+        ``events``, held to this by tests/test_inline_deliver.py.)"""
         step = self.state.step
         if step is not None and step.recorder is not None:
             step.recorder.add(chunk)

@@ -33,8 +33,9 @@ from typing import Any
 
 import msgspec
 
-from streamkit.errors import InvalidArgument, MemoryStoreError, StreamkitError
+from streamkit.errors import InvalidArgument, InvalidType, MemoryStoreError, StreamkitError
 from streamkit.messages import Message, StepStartPart, ToolInvocationPart
+from streamkit.validate import optional_int_at_least
 
 from ._sqlite import SQLiteStore
 from ._store import MessageStore, Thread, from_micros, now_micros
@@ -49,7 +50,8 @@ def _check_id(name: str, value: object, *, optional: bool = False) -> None:
         return
     if not isinstance(value, str) or not value:
         expected = "a non-empty str or None" if optional else "a non-empty str"
-        raise StreamkitError(f"{name} must be {expected}, got {value!r}")
+        error = InvalidArgument if isinstance(value, str) else InvalidType
+        raise error(f"{name} must be {expected}, got {value!r}")
     if not value.isascii():
         try:
             value.encode("utf-8")
@@ -137,13 +139,9 @@ class Memory:
         if store is None:
             store = SQLiteStore(":memory:")
         if not isinstance(store, MessageStore):
-            raise StreamkitError(f"Memory(store=...) needs a MessageStore (such as "
-                                 f"SQLiteStore(path)), got {type(store).__name__}")
-        if last_messages is not None and (isinstance(last_messages, bool)
-                                          or not isinstance(last_messages, int)
-                                          or last_messages < 0):
-            raise StreamkitError(f"last_messages must be an int >= 0 or None, got "
-                                 f"{last_messages!r}")
+            raise InvalidType(f"Memory(store=...) needs a MessageStore (such as "
+                              f"SQLiteStore(path)), got {type(store).__name__}")
+        optional_int_at_least(last_messages, "last_messages", 0)
         self.store = store
         self.last_messages = last_messages
 
@@ -225,8 +223,8 @@ class Memory:
         _check_id("resource_id", resource_id, optional=True)
         views = getattr(message_list, "get", None)
         if views is None or not hasattr(views, "input") or not hasattr(views, "response"):
-            raise StreamkitError(f"remember() takes a MessageList, got "
-                                 f"{type(message_list).__name__}")
+            raise InvalidType(f"remember() takes a MessageList, got "
+                              f"{type(message_list).__name__}")
         owner = resource_id
         if owner is None:  # the thread must exist then; its owner stamps the messages
             thread = await self._owner(thread_id, None)
@@ -294,10 +292,10 @@ class Memory:
         _check_id("thread_id", thread_id, optional=True)
         _check_id("resource_id", resource_id)
         if title is not None and not isinstance(title, str):
-            raise StreamkitError(f"title must be a str or None, got {type(title).__name__}")
+            raise InvalidType(f"title must be a str or None, got {type(title).__name__}")
         if metadata is not None and not isinstance(metadata, dict):
-            raise StreamkitError(f"metadata must be a dict or None, got "
-                                 f"{type(metadata).__name__}")
+            raise InvalidType(f"metadata must be a dict or None, got "
+                              f"{type(metadata).__name__}")
         now = from_micros(now_micros())
         thread = Thread(id=thread_id or str(uuid.uuid4()), resource_id=resource_id, title=title,
                         created_at=now, updated_at=now, metadata=metadata)

@@ -97,6 +97,7 @@ from streamkit.errors import (
     StreamkitError,
 )
 from streamkit.messages import Message
+from streamkit.validate import int_at_least, optional_int_at_least, seconds
 
 from ._pg_call import Call, Statement, retrieve, transact, transact_pipelined
 from ._pg_tables import (
@@ -261,12 +262,10 @@ class PostgresStore:
                                   f"are PostgreSQL's own); expected a schema of your own, e.g. "
                                   f"'streamkit' or one per deployment")
         for name, size in (("min_size", min_size), ("max_size", max_size)):
-            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-                raise InvalidArgument(f"{name} must be an int >= 1, got {size!r}")
+            int_at_least(size, name, 1)
         if max_size < min_size:
             raise InvalidArgument(f"max_size ({max_size}) must be >= min_size ({min_size})")
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-            raise InvalidArgument(f"timeout must be a number of seconds > 0, got {timeout!r}")
+        seconds(timeout, "timeout")
         self._db = db = _driver()
         try:
             params = db.conninfo_to_dict(dsn)
@@ -639,6 +638,4 @@ class PostgresStore:
 
 
 def _check_limit(limit: int | None) -> None:
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
-                              or limit < 0):
-        raise InvalidArgument(f"limit must be None or an int >= 0, got {limit!r}")
+    optional_int_at_least(limit, "limit", 0)

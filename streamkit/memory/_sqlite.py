@@ -50,8 +50,9 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from streamkit.errors import MemoryStoreError, StreamkitError
+from streamkit.errors import InvalidType, MemoryStoreError
 from streamkit.messages import Message, decode_message, message_encoder
+from streamkit.validate import instance_of, one_of, optional_int_at_least, seconds
 
 from ._store import Thread, from_micros, now_micros, to_micros
 
@@ -153,15 +154,11 @@ class SQLiteStore:
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *, busy_timeout: float = 5.0,
                  synchronous: str = "NORMAL") -> None:
         if not isinstance(path, (str, os.PathLike)):
-            raise StreamkitError(f"SQLiteStore path must be a str or a path, got "
-                                 f"{type(path).__name__}")
-        if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, (int, float)) \
-                or busy_timeout < 0:
-            raise StreamkitError(f"busy_timeout must be a number of seconds >= 0, got "
-                                 f"{busy_timeout!r}")
-        if not isinstance(synchronous, str) or synchronous.upper() not in _SYNCHRONOUS:
-            raise StreamkitError(f"synchronous must be one of {sorted(_SYNCHRONOUS)}, got "
-                                 f"{synchronous!r}")
+            raise InvalidType(f"SQLiteStore path must be a str or a path, got "
+                              f"{type(path).__name__}")
+        seconds(busy_timeout, "busy_timeout", allow_zero=True)
+        instance_of(synchronous, "synchronous", str, f"one of {sorted(_SYNCHRONOUS)}")
+        one_of(synchronous.upper(), "synchronous", sorted(_SYNCHRONOUS))
         self.path = os.fspath(path)
         self.busy_timeout = float(busy_timeout)
         self.synchronous = synchronous.upper()
@@ -269,7 +266,7 @@ class SQLiteStore:
             >>> await store.create_thread(Thread("t1", "u1", None, now, now))
         """
         if not isinstance(thread, Thread):
-            raise StreamkitError(f"create_thread() takes a Thread, got {type(thread).__name__}")
+            raise InvalidType(f"create_thread() takes a Thread, got {type(thread).__name__}")
         meta = None if thread.metadata is None else _json_encode(thread.metadata).decode()
         row = (thread.id, thread.resource_id, thread.title, meta, to_micros(thread.created_at),
                to_micros(thread.updated_at))
@@ -392,9 +389,7 @@ class SQLiteStore:
             >>> [m.role for m in await store.get_messages("t1", limit=2)]
             ['user', 'assistant']
         """
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
-                                  or limit < 0):
-            raise StreamkitError(f"limit must be None or an int >= 0, got {limit!r}")
+        optional_int_at_least(limit, "limit", 0)
         if limit == 0:
             return []
 

@@ -56,7 +56,7 @@ from ..chunks import (
     ToolCallInputStreamingStart,
     UsagePayload,
 )
-from ..errors import APICallError, MessageError, StreamkitError
+from ..errors import APICallError, InvalidArgument, MessageError, UsageError
 from ..wire import DEFAULT_MAX_EVENT_BYTES
 from ._base import ModelRequest
 from ._http import (
@@ -271,8 +271,8 @@ def _tool_choice(choice: object) -> JSONDict:
         return {"type": "none"}
     if isinstance(choice, dict) and choice.get("type") == "tool" and choice.get("toolName"):
         return {"type": "tool", "name": choice["toolName"]}
-    raise StreamkitError(f"tool_choice must be 'auto', 'none', 'required' or "
-                         f"{{'type': 'tool', 'toolName': name}}, got {choice!r}")
+    raise InvalidArgument(f"tool_choice must be 'auto', 'none', 'required' or "
+                          f"{{'type': 'tool', 'toolName': name}}, got {choice!r}")
 
 
 def build_anthropic_body(model_id: str, request: ModelRequest) -> JSONDict:
@@ -312,8 +312,8 @@ def build_anthropic_body(model_id: str, request: ModelRequest) -> JSONDict:
     is_thinking = isinstance(thinking, dict) and thinking.get("type") == "enabled"
     if request.structured_output is not None:
         if any(t["name"] == JSON_TOOL for t in tools):
-            raise StreamkitError(f"structured output on Anthropic uses a tool named "
-                                 f"{JSON_TOOL!r}; rename your tool of that name")
+            raise InvalidArgument(f"structured output on Anthropic uses a tool named "
+                                  f"{JSON_TOOL!r}; rename your tool of that name")
         tools.append({"name": JSON_TOOL, "input_schema": request.structured_output,
                       "description": "Respond with a JSON object matching this schema. Call "
                                      "this tool to give your final answer."})
@@ -583,7 +583,7 @@ class AnthropicModel(HTTPModel):
     Args:
         model_id: the Anthropic model name (``"claude-sonnet-4-5"``).
         api_key: sent as ``x-api-key``; ``None`` reads ``ANTHROPIC_API_KEY`` at first use.
-            Required (a ``StreamkitError`` naming the variable) for ``api.anthropic.com``.
+            Required (a ``UsageError`` naming the variable) for ``api.anthropic.com``.
         base_url: the API root, without ``/v1`` (``ANTHROPIC_BASE_URL``'s convention; a
             trailing ``/v1`` is accepted too).
         anthropic_version: the ``anthropic-version`` header.
@@ -631,7 +631,7 @@ class AnthropicModel(HTTPModel):
     def _request_headers(self, settings: Mapping[str, object]) -> dict[str, str]:
         key = self.api_key if self.api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
         if not key and self.base_url == ANTHROPIC_BASE_URL:
-            raise StreamkitError(
+            raise UsageError(
                 f"no Anthropic API key for model {self.model_id!r}: set the ANTHROPIC_API_KEY "
                 f"environment variable or pass api_key=", env_var="ANTHROPIC_API_KEY")
         headers = {"content-type": "application/json", "accept": "text/event-stream",
@@ -645,7 +645,7 @@ class AnthropicModel(HTTPModel):
         """Stream one step for ``request`` (see ``streamkit.models._base``).
 
         Raises:
-            StreamkitError: no API key for api.anthropic.com, or an invalid ``tool_choice``
+            UsageError: no API key for api.anthropic.com, or an invalid ``tool_choice``
                 (at once, before any network call).
             MessageError: a prompt the Messages API cannot express (at once).
             APICallError: while iterating, for every HTTP, network or stream failure.

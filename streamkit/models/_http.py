@@ -38,7 +38,14 @@ from typing import Any, TypeVar
 import httpx
 import msgspec
 
-from ..errors import APICallError, ChunkDecodeError, StreamkitError
+from ..errors import APICallError, ChunkDecodeError, InvalidArgument, InvalidType
+from ..validate import (
+    int_at_least,
+    non_empty_str,
+    optional_int_at_least,
+    optional_seconds,
+    seconds,
+)
 from ..wire import DEFAULT_MAX_EVENT_BYTES, SSEEvent, SSEParser
 from ._credentials import safe_url, strip_credentials
 
@@ -260,19 +267,12 @@ class RetryPolicy:
     deadline: float | None = DEFAULT_DEADLINE
 
     def __post_init__(self) -> None:
-        if not isinstance(self.max_retries, int) or self.max_retries < 0:
-            raise StreamkitError(f"max_retries must be an int >= 0, got {self.max_retries!r}")
+        int_at_least(self.max_retries, "max_retries", 0)
         for name in ("backoff", "max_backoff", "max_retry_after"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or value < 0:
-                raise StreamkitError(f"{name} must be a number of seconds >= 0, got {value!r}")
-        if self.deadline is not None and (not isinstance(self.deadline, (int, float))
-                                          or isinstance(self.deadline, bool)
-                                          or not self.deadline > 0):
-            raise StreamkitError(f"deadline must be None or a number of seconds > 0, got "
-                                 f"{self.deadline!r}")
+            seconds(getattr(self, name), name, allow_zero=True)
+        optional_seconds(self.deadline, "deadline")
         if not callable(self.sleep):
-            raise StreamkitError(f"sleep must be an async function, got {self.sleep!r}")
+            raise InvalidType(f"sleep must be an async function, got {self.sleep!r}")
 
     def should_retry(self, error: APICallError, retries_done: int) -> bool:
         """Whether ``error``, after ``retries_done`` retries, is worth another attempt."""
@@ -487,8 +487,8 @@ class HTTPSession:
     def __init__(self, provider: str, *, client: httpx.AsyncClient | None = None,
                  timeout: float | httpx.Timeout | None = None) -> None:
         if client is not None and not isinstance(client, httpx.AsyncClient):
-            raise StreamkitError(f"client must be an httpx.AsyncClient, got "
-                                 f"{type(client).__name__}")
+            raise InvalidType(f"client must be an httpx.AsyncClient, got "
+                              f"{type(client).__name__}")
         self.provider = provider
         #: The variable an API key comes from; errors of keyless requests name it.
         self.key_env: str | None = None
@@ -654,11 +654,11 @@ class HTTPModel:
                  sleep: Callable[[float], Awaitable[object]] | None,
                  deadline: float | None = DEFAULT_DEADLINE,
                  max_event_bytes: int | None = DEFAULT_MAX_EVENT_BYTES) -> None:
-        if not isinstance(model_id, str) or not model_id:
-            raise StreamkitError(f"model_id must be a non-empty string, got {model_id!r}")
+        non_empty_str(model_id, "model_id")
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
             shown = safe_url(base_url) if isinstance(base_url, str) else base_url
-            raise StreamkitError(f"base_url must be an http(s) URL, got {shown!r}")
+            error = InvalidArgument if isinstance(base_url, str) else InvalidType
+            raise error(f"base_url must be an http(s) URL, got {shown!r}")
         self.model_id = model_id
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
@@ -667,11 +667,7 @@ class HTTPModel:
                                         max_backoff=max_backoff,
                                         sleep=asyncio.sleep if sleep is None else sleep,
                                         deadline=deadline)
-        if max_event_bytes is not None and (not isinstance(max_event_bytes, int)
-                                            or isinstance(max_event_bytes, bool)
-                                            or max_event_bytes < 1):
-            raise StreamkitError(f"max_event_bytes must be None or an int >= 1, got "
-                                 f"{max_event_bytes!r}")
+        optional_int_at_least(max_event_bytes, "max_event_bytes", 1)  # as SSEParser checks it
         self.max_event_bytes = max_event_bytes
         self._session = HTTPSession(self.label, client=client, timeout=timeout)
 

@@ -48,7 +48,8 @@ from ..chunks import (
     ToolCallInputStreamingStart,
     UsagePayload,
 )
-from ..errors import APICallError, MessageError, StreamkitError
+from ..errors import APICallError, InvalidArgument, MessageError, UsageError
+from ..validate import is_int
 from ..wire import DEFAULT_MAX_EVENT_BYTES
 from ._base import ModelRequest, ToolChoice
 from ._http import (
@@ -197,8 +198,8 @@ def _tool_choice(choice: ToolChoice) -> JSONValue:
         return choice
     if isinstance(choice, dict) and choice.get("type") == "tool" and choice.get("toolName"):
         return {"type": "function", "function": {"name": choice["toolName"]}}
-    raise StreamkitError(f"tool_choice must be 'auto', 'none', 'required' or "
-                         f"{{'type': 'tool', 'toolName': name}}, got {choice!r}")
+    raise InvalidArgument(f"tool_choice must be 'auto', 'none', 'required' or "
+                          f"{{'type': 'tool', 'toolName': name}}, got {choice!r}")
 
 
 def build_openai_body(model_id: str, request: ModelRequest, *, stream: bool,
@@ -329,7 +330,7 @@ def _usage(raw: _Usage | None) -> UsagePayload:
 
 def _status_of(error: object) -> int | None:
     code: Any = error.get("code") if isinstance(error, dict) else None
-    if isinstance(code, bool) or not isinstance(code, (int, str)) or len(str(code)) > 3:
+    if not (is_int(code) or isinstance(code, str)) or len(str(code)) > 3:
         return None
     try:
         status = int(code)  # LiteLLM sends the status as a string, vLLM as an int
@@ -551,7 +552,7 @@ class OpenAIChatModel(HTTPModel):
     Args:
         model_id: the provider's model name (``"gpt-4o-mini"``, ``"llama3.1"``).
         api_key: sent as ``Authorization: Bearer``; ``None`` reads ``OPENAI_API_KEY`` at first
-            use. Required (a ``StreamkitError`` naming the variable) only for ``api.openai.com``;
+            use. Required (a ``UsageError`` naming the variable) only for ``api.openai.com``;
             local servers usually need none.
         base_url: the API root, ending before ``/chat/completions``.
         client: an ``httpx.AsyncClient`` to borrow (its limits, proxies, TLS); by default the
@@ -603,7 +604,7 @@ class OpenAIChatModel(HTTPModel):
     def _request_headers(self, settings: Mapping[str, object]) -> dict[str, str]:
         key = self.api_key if self.api_key is not None else os.environ.get("OPENAI_API_KEY")
         if not key and self.base_url == OPENAI_BASE_URL:
-            raise StreamkitError(
+            raise UsageError(
                 f"no OpenAI API key for model {self.model_id!r}: set the OPENAI_API_KEY "
                 f"environment variable or pass api_key=", env_var="OPENAI_API_KEY")
         headers = {"content-type": "application/json", "accept": "application/json"}
@@ -618,7 +619,7 @@ class OpenAIChatModel(HTTPModel):
         """Stream one step for ``request`` (see ``streamkit.models._base``).
 
         Raises:
-            StreamkitError: no API key for api.openai.com, or an invalid ``tool_choice``
+            UsageError: no API key for api.openai.com, or an invalid ``tool_choice``
                 (at once, before any network call).
             MessageError: a prompt Chat Completions cannot express (at once).
             APICallError: while iterating, for every HTTP, network or stream failure.

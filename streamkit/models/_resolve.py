@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import StreamkitError
+from ..errors import InvalidType
 
 __all__ = ["resolve_model"]
 
@@ -18,7 +18,7 @@ def resolve_model(model: Any, **options: Any) -> Any:
     """A model object for ``model`` (an object with ``stream``, or a router id string).
 
     Raises:
-        StreamkitError: ``model`` is neither; the message says what is accepted.
+        InvalidType: ``model`` is neither; the message says what is accepted.
     """
     if isinstance(model, str):
         # The router imports the HTTP providers and with them httpx (a slow import): only a
@@ -28,6 +28,6 @@ def resolve_model(model: Any, **options: Any) -> Any:
         return resolve(model, **options)
     if callable(getattr(model, "stream", None)):
         return model
-    raise StreamkitError(
+    raise InvalidType(
         f"model must be a model object (with a stream(request) method) or a router id such as "
         f"'openai/gpt-4o-mini'; got {type(model).__name__}: {model!r:.60}")

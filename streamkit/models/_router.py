@@ -27,7 +27,7 @@ import inspect
 import os
 from typing import Any
 
-from ..errors import StreamkitError
+from ..errors import InvalidArgument, InvalidType
 from ._anthropic import AnthropicModel
 from ._openai import OpenAIChatModel
 
@@ -49,8 +49,8 @@ _ANTHROPIC_OPTIONS = _options_of(AnthropicModel)
 def _check(model_id: str, options: dict[str, Any], allowed: frozenset[str]) -> None:
     unknown = sorted(set(options) - allowed)
     if unknown:
-        raise StreamkitError(f"model {model_id!r}: unknown option(s) {', '.join(unknown)}; "
-                             f"accepted: {', '.join(sorted(allowed))}")
+        raise InvalidArgument(f"model {model_id!r}: unknown option(s) {', '.join(unknown)}; "
+                              f"accepted: {', '.join(sorted(allowed))}")
 
 
 def resolve(model_id: str, *, base_url: str | None = None, api_key: str | None = None,
@@ -66,7 +66,7 @@ def resolve(model_id: str, *, base_url: str | None = None, api_key: str | None =
             ``stream``...).
 
     Raises:
-        StreamkitError: an id without ``/``, an unknown provider (the message lists the known
+        InvalidArgument: an id without ``/``, an unknown provider (the message lists the known
             ones), ``openai-compatible`` without a base URL, or an unknown option.
 
     Example:
@@ -76,16 +76,16 @@ def resolve(model_id: str, *, base_url: str | None = None, api_key: str | None =
         >>> resolve("gemini/flash")
         Traceback (most recent call last):
         ...
-        streamkit.errors.StreamkitError: unknown model provider 'gemini' in 'gemini/flash'; \
+        streamkit.errors.InvalidArgument: unknown model provider 'gemini' in 'gemini/flash'; \
 known providers: openai, anthropic, openai-compatible
     """
     if not isinstance(model_id, str):
-        raise StreamkitError(f"a router id is a string like 'openai/gpt-4o-mini', got "
-                             f"{type(model_id).__name__}")
+        raise InvalidType(f"a router id is a string like 'openai/gpt-4o-mini', got "
+                          f"{type(model_id).__name__}")
     provider, slash, name = model_id.partition("/")
     if not slash or not provider or not name:
-        raise StreamkitError(f"router id {model_id!r} must look like '<provider>/<model>', e.g. "
-                             f"'openai/gpt-4o-mini'; known providers: {', '.join(PROVIDERS)}")
+        raise InvalidArgument(f"router id {model_id!r} must look like '<provider>/<model>', e.g. "
+                              f"'openai/gpt-4o-mini'; known providers: {', '.join(PROVIDERS)}")
     if provider == "openai":
         _check(model_id, options, _OPENAI_OPTIONS)
         if base_url or os.environ.get("OPENAI_BASE_URL"):
@@ -100,11 +100,11 @@ known providers: openai, anthropic, openai-compatible
         _check(model_id, options, _OPENAI_OPTIONS)
         url = base_url or os.environ.get("OPENAI_BASE_URL")
         if not url:
-            raise StreamkitError(
+            raise InvalidArgument(
                 f"router id {model_id!r} needs the server's URL: pass base_url= (e.g. "
                 f"'http://127.0.0.1:8000/v1') or set the OPENAI_BASE_URL environment variable",
                 env_var="OPENAI_BASE_URL")
         return OpenAIChatModel(name, api_key=api_key, base_url=url,
                                provider="openai-compatible", **options)
-    raise StreamkitError(f"unknown model provider {provider!r} in {model_id!r}; known "
-                         f"providers: {', '.join(PROVIDERS)}")
+    raise InvalidArgument(f"unknown model provider {provider!r} in {model_id!r}; known "
+                          f"providers: {', '.join(PROVIDERS)}")

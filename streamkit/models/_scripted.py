@@ -36,7 +36,7 @@ from ..chunks import (
     ToolCallInputStreamingStart,
     UsagePayload,
 )
-from ..errors import APICallError, InvalidType, ScriptExhausted, StreamkitError
+from ..errors import APICallError, InvalidType, ScriptExhausted
 from ..tokens import get_counter
 from ._base import ModelRequest
 
@@ -187,7 +187,7 @@ async def _emit_step(step: ScriptStep, request: ModelRequest) -> AsyncIterator[M
             yield ToolCall(tool_call_id=cid, tool_name=part.name, args=part.args,
                            run_id=run_id, from_=frm)
         else:
-            raise StreamkitError(
+            raise InvalidType(
                 f"unknown scripted step part {part!r}; expected text(...), tool_call(...), "
                 f"reasoning(...), api_error(...) or a list of them")
     input_tokens = _input_tokens(request)

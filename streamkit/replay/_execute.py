@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from streamkit.errors import InvalidArgument, InvalidType, StreamkitError
+from streamkit.validate import int_at_least, optional_int_at_least, optional_seconds
 
 from ._deadline import DEFAULT_DEADLINE
 from ._isolate import process_rows
@@ -149,20 +150,13 @@ def replay(sources: Iterable[object] | str, pipeline: object, *, ray: object = N
         >>> report.counts() == replay(["recordings/"], "myguards:PIPELINE", ray=True).counts()
         True
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise InvalidArgument(f"batch_size must be an int >= 1, got {batch_size!r}")
-    if processes is not None and (isinstance(processes, bool) or not isinstance(processes, int)
-                                  or processes < 1):
-        raise InvalidArgument(f"processes must be None or an int >= 1, got {processes!r}")
+    int_at_least(batch_size, "batch_size", 1)
+    optional_int_at_least(processes, "processes", 1)
     if ray is False:
         ray = None
     if ray is not None and ray is not True and not isinstance(ray, str):
         raise InvalidType(f"ray must be None, True, 'local' or an address string, got {ray!r}")
-    if deadline is not None and (isinstance(deadline, bool)
-                                 or not isinstance(deadline, (int, float)) or not deadline > 0):
-        raise InvalidArgument(f"deadline must be None or a number of seconds > 0, got "
-                              f"{deadline!r}")
-    deadline = float(deadline) if deadline is not None else None
+    deadline = optional_seconds(deadline, "deadline")
     if on_stream is not None and not callable(on_stream):
         raise InvalidType(f"on_stream must be callable, got {type(on_stream).__name__}")
     if output_format not in ("json", "parquet"):

@@ -39,9 +39,10 @@ from ..agent import Agent, AgentStream
 from ..chunks import ErrorChunk
 from ..errors import InvalidArgument, InvalidType, StreamkitError
 from ..memory import Memory
+from ..validate import int_at_least, seconds
 from ._limits import DEFAULT_LIMITS, Limits, RequestLimits
 from ._mastra import MastraAPI, error_response
-from ._requests import parse_chat_call, read_json
+from ._requests import decode_chat_call
 from ._sse import DONE, EventStream, SSEResponse
 from ._studio import StudioAPI
 from ._tenancy import ContextHook, ResourceHook, Tenancy
@@ -123,7 +124,7 @@ class _Chat:
         if agent is None:
             return JSONResponse({"error": f"Agent with id {agent_id} not found"}, 404)
         try:
-            call = parse_chat_call(read_json(await request.body()))
+            call = decode_chat_call(await request.body())
             refused = await self.tenancy.admit(request, agent, call, call.resource_field)
             if refused is not None:
                 return refused
@@ -292,10 +293,8 @@ def create_app(agents: Agent | Iterable[Agent] | Mapping[str, Agent], *,
     if memory is not None and not isinstance(memory, Memory):
         raise InvalidType(f"memory must be a streamkit Memory or None, got "
                           f"{type(memory).__name__}")
-    if isinstance(heartbeat, bool) or not isinstance(heartbeat, (int, float)) or heartbeat <= 0:
-        raise InvalidArgument(f"heartbeat must be a number of seconds > 0, got {heartbeat!r}")
-    if isinstance(queue_size, bool) or not isinstance(queue_size, int) or queue_size < 1:
-        raise InvalidArgument(f"queue_size must be an int >= 1, got {queue_size!r}")
+    seconds(heartbeat, "heartbeat")
+    int_at_least(queue_size, "queue_size", 1)
     if isinstance(allow_origins, str) or not all(isinstance(o, str) for o in allow_origins):
         raise InvalidType(f"allow_origins must be a list of origin strings, got "
                           f"{allow_origins!r}")

@@ -44,6 +44,7 @@ from .._demo import pace_ms as demo_pace
 from ..agent import Agent
 from ..errors import InvalidArgument, InvalidType
 from ..memory import Memory, SQLiteStore
+from ..validate import int_at_least
 from ._app import create_app
 from ._connections import uvicorn_config
 from ._limits import Limits
@@ -303,8 +304,7 @@ def serve(targets: Sequence[str], *, demo: bool = False, host: str = "127.0.0.1"
             ``resource_header`` that is not a header name, ``workers`` < 1, or several workers
             over a ``:memory:`` store (or on a system without ``fork``).
     """
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise InvalidArgument(f"workers must be an int >= 1, got {workers!r}")
+    int_at_least(workers, "workers", 1)
     if workers > 1 and not hasattr(os, "fork"):
         raise InvalidArgument("--workers above 1 needs fork() (Linux, macOS); run one "
                               "process per port behind a proxy instead")

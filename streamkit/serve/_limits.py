@@ -48,6 +48,7 @@ from itertools import accumulate
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import InvalidArgument
+from ..validate import int_at_least, seconds
 from ._requests import issues_of
 
 __all__ = ["Limits", "RequestLimits", "check_json", "DEFAULT_LIMITS"]
@@ -103,12 +104,10 @@ class Limits:
             value = getattr(self, item.name)
             if value is None and item.name == "max_connections":
                 continue
-            is_count = item.type in ("int", "int | None")
-            kind = int if is_count else (int, float)
-            if isinstance(value, bool) or not isinstance(value, kind) or value <= 0:
-                what = "an int >= 1" if is_count else "a number of seconds > 0"
-                raise InvalidArgument(f"Limits.{item.name} must be {what}, got {value!r}",
-                                      field=item.name)
+            if item.type in ("int", "int | None"):
+                int_at_least(value, f"Limits.{item.name}", 1, field=item.name)
+            else:
+                seconds(value, f"Limits.{item.name}", field=item.name)
 
 
 DEFAULT_LIMITS = Limits()

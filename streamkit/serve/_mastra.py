@@ -57,7 +57,7 @@ from ..errors import (
 from ..memory import Memory, Thread
 from ..messages import Message, format_timestamp, message_to_dict, to_core
 from ..wire import encode, to_builtins
-from ._requests import Call, issues_of, parse_agent_call, read_json
+from ._requests import Call, decode_agent_call, decode_thread_body, issues_of
 from ._sse import CLOSE_TIMEOUT, DONE, SSE_HEADERS, EventStream, SSEResponse
 from ._tenancy import DENIED, Tenancy
 
@@ -308,7 +308,7 @@ class MastraAPI:
         if agent is None:
             return _not_found(agent_id)
         try:
-            call = parse_agent_call(read_json(await request.body()))
+            call = decode_agent_call(await request.body())
             refused = await self.tenancy.admit(request, agent, call, call.resource_field)
         except StreamkitError as exc:
             return error_response(exc)
@@ -444,25 +444,19 @@ class MastraAPI:
             return memory
         thread_id: str | None = None
         try:
-            body = read_json(await request.body())
-            claimed = body.get("resourceId") or body.get("resourceid")
-            resource_id = await self.tenancy.resource_of(
-                request, claimed if isinstance(claimed, str) and claimed else None)
+            body = decode_thread_body(await request.body())
+            claimed = body.resource_id or body.resourceid or None
+            resource_id = await self.tenancy.resource_of(request, claimed)
             if isinstance(resource_id, Response):
                 return resource_id
             if resource_id is None:
                 return JSONResponse({"error": "Invalid request body", "issues": [
                     {"field": "resourceId", "message": "Invalid input"}]}, 400)
-            given = body.get("threadId")
-            thread_id = given if isinstance(given, str) and given else None
+            thread_id = body.thread_id or None
             if thread_id is not None and await memory.get_thread(thread_id) is not None:
                 return _exists(thread_id)
-            title = body.get("title")
-            metadata = body.get("metadata")
-            thread = await memory.create_thread(
-                thread_id, resource_id=resource_id,
-                title=title if isinstance(title, str) else None,
-                metadata=metadata if isinstance(metadata, dict) else None)
+            thread = await memory.create_thread(thread_id, resource_id=resource_id,
+                                                title=body.title, metadata=body.metadata)
         except StreamkitError as exc:
             if isinstance(exc, MemoryStoreError) and thread_id is not None:
                 # Created by another request since the check: the same answer, and the

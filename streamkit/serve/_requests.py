@@ -9,6 +9,13 @@ Every problem is an ``InvalidArgument`` (or ``InvalidType``) whose ``field`` att
 body field, so the route answers Mastra's ``400 {"error": "Invalid request body", "issues":
 [{"field", "message"}]}`` before any stream starts.
 
+A body is decoded in one pass into a msgspec struct (``_AgentBody``, ``_ChatBody``: the fields
+and their JSON types written once); msgspec's error names the path, which ``_ISSUES`` maps to the
+body field and the issue the client reads (Mastra's ``"Invalid input"`` for ``messages``). What
+the types cannot say (``memory`` without a thread, an empty ``messages`` list, a message of an
+unknown shape) is checked after. Decision: ``NaN``/``Infinity`` literals, which are not JSON
+(``json.loads`` took them), are a ``(body)`` error now, as msgspec refuses them.
+
 Mastra body → ``Agent.stream`` options (``docs/protocols.md``, "Mastra's agent API"): ``messages``
 (a string, a message or a
 list; required), ``memory: {thread, resource}`` (``thread`` may be ``{id}``; a thread needs a
@@ -23,10 +30,12 @@ as Mastra tolerates unknown keys; streamkit has no per-call equivalent for them.
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal
+
+import msgspec
 
 from ..errors import InvalidArgument, InvalidType, MessageError
 from ..messages import (
@@ -42,17 +51,112 @@ from ..messages import (
     to_messages,
 )
 
-__all__ = ["Call", "read_json", "parse_agent_call", "parse_chat_call", "ui_to_messages",
+__all__ = ["Call", "ThreadBody", "read_json", "decode_agent_call", "decode_chat_call",
+           "decode_thread_body", "parse_agent_call", "parse_chat_call", "ui_to_messages",
            "issues_of"]
 
-#: Mastra's camelCase body keys → ``Agent.stream`` keyword, with the JSON type each must have.
-_OPTIONS: dict[str, tuple[str, type | tuple[type, ...]]] = {
-    "maxSteps": ("max_steps", int),
-    "toolChoice": ("tool_choice", (str, dict)),
-    "activeTools": ("active_tools", list),
-    "modelSettings": ("model_settings", dict),
-    "providerOptions": ("provider_options", dict),
+_NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
+
+
+class _ThreadRef(msgspec.Struct):
+    """``memory.thread`` given as ``{id}``."""
+
+    id: _NonEmpty
+
+
+class _MemoryBody(msgspec.Struct):
+    """``memory: {thread, resource}``; ``thread`` falls back to the top-level ``threadId``."""
+
+    thread: _NonEmpty | _ThreadRef | None = None
+    resource: _NonEmpty | None = None
+
+
+class _StructuredOutput(msgspec.Struct):
+    schema: dict[str, Any] | None = None
+
+
+class _OptionsBody(msgspec.Struct, rename="camel"):
+    """The body keys both routes read, by their wire (camelCase) names. Unknown keys are
+    accepted and not used (as Mastra tolerates them)."""
+
+    memory: _MemoryBody | None = None
+    thread_id: _NonEmpty | None = None
+    resource_id: _NonEmpty | None = None
+    request_context: dict[str, Any] | None = None
+    max_steps: int | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    active_tools: list[Any] | None = None
+    model_settings: dict[str, Any] | None = None
+    provider_options: dict[str, Any] | None = None
+    structured_output: _StructuredOutput | None = None
+
+
+class _AgentBody(_OptionsBody, rename="camel"):
+    """Mastra's ``generate``/``stream`` body: ``messages`` is a string, a message or a list."""
+
+    messages: str | dict[str, Any] | list[Any] | None = None
+
+
+class _ChatBody(_OptionsBody, rename="camel"):
+    """The AI SDK chat body: ``messages`` is a list of ``UIMessage``s."""
+
+    messages: list[Any] | None = None
+    trigger: Literal["submit-message", "regenerate-message"] = "submit-message"
+
+
+class ThreadBody(msgspec.Struct, rename="camel"):
+    """``POST /api/memory/threads``: ``{resourceId, threadId?, title?, metadata?}``. An empty
+    ``resourceId``/``threadId`` counts as not given (the server may decide the resource; a thread
+    id is generated); Mastra's client also spells ``resourceid``. Decision: a ``title`` that is
+    not a string or ``metadata`` that is not an object is a ``400`` (it was silently dropped;
+    Mastra's own route refuses them too)."""
+
+    resource_id: str | None = None
+    resourceid: str | None = None
+    thread_id: str | None = None
+    title: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+_THREAD_ISSUES: dict[str, tuple[str, str, type[InvalidArgument] | type[InvalidType]]] = {
+    "resourceId": ("resourceId", "Invalid input", InvalidType),
+    "resourceid": ("resourceId", "Invalid input", InvalidType),
+    "threadId": ("threadId", "expected a string", InvalidType),
+    "title": ("title", "expected a string", InvalidType),
+    "metadata": ("metadata", "expected an object", InvalidType),
 }
+
+
+#: The options ``Agent.stream`` takes straight from the body: struct attribute (= keyword).
+_PLAIN_OPTIONS = ("max_steps", "tool_choice", "active_tools", "model_settings",
+                  "provider_options")
+
+#: A decode error at a body path → (the field reported, its issue, the error class). The
+#: longest matching prefix wins; anything else is reported at its own path.
+_ISSUES: dict[str, tuple[str, str, type[InvalidArgument] | type[InvalidType]]] = {
+    "messages": ("messages", "Invalid input", InvalidArgument),  # Mastra's own wording
+    "memory": ("memory", "expected an object {thread, resource}", InvalidType),
+    "memory.thread": ("memory.thread", "expected a thread id (a string or {id})",
+                      InvalidArgument),
+    "memory.resource": ("memory.resource", "expected a resource id (a non-empty string)",
+                        InvalidArgument),
+    "threadId": ("threadId", "expected a non-empty string", InvalidArgument),
+    "resourceId": ("resourceId", "expected a non-empty string", InvalidArgument),
+    "requestContext": ("requestContext", "expected an object", InvalidType),
+    "maxSteps": ("maxSteps", "expected int", InvalidType),
+    "toolChoice": ("toolChoice", "expected str or dict", InvalidType),
+    "activeTools": ("activeTools", "expected list", InvalidType),
+    "modelSettings": ("modelSettings", "expected dict", InvalidType),
+    "providerOptions": ("providerOptions", "expected dict", InvalidType),
+    "structuredOutput": ("structuredOutput.schema", "expected a JSON Schema object",
+                         InvalidType),
+    "trigger": ("trigger", "expected submit-message or regenerate-message", InvalidArgument),
+}
+_CHAT_ISSUES = {**_ISSUES, "messages": ("messages", "expected a non-empty list of UI messages",
+                                        InvalidArgument)}
+
+_AT = re.compile(r" - at `\$(.*)`$")
+_GOT = re.compile(r"got `(\w+)`")
 
 
 @dataclass(slots=True)
@@ -89,6 +193,35 @@ def issues_of(exc: Exception) -> list[dict[str, str]]:
              "message": issue if isinstance(issue, str) else str(exc)}]
 
 
+def _body_error(exc: msgspec.MsgspecError,
+                issues: Mapping[str, tuple[str, str, type[InvalidArgument] | type[InvalidType]]]
+                ) -> InvalidArgument | InvalidType:
+    """A msgspec decode/validation error as the body error the routes answer ``400`` with:
+    ``field`` is the body field (``(body)`` for the body as a whole), ``issue`` what was
+    expected, and the message adds what msgspec found."""
+    text = str(exc)
+    if not isinstance(exc, msgspec.ValidationError):  # (a ValidationError is a DecodeError)
+        issue = f"not valid JSON ({text}); expected a JSON object"
+        return InvalidArgument(f"invalid request body: (body): {issue}", field="(body)",
+                               issue=issue)
+    at = _AT.search(text)
+    detail = text[:at.start()] if at else text
+    got = _GOT.search(detail)
+    path = re.sub(r"\[\d+\]", "", at.group(1)).lstrip(".") if at else ""
+    if not path:
+        issue = f"expected a JSON object, got {got.group(1)}" if got else \
+            f"expected a JSON object with string keys ({text})"
+        return InvalidArgument(f"invalid request body: (body): {issue}", field="(body)",
+                               issue=issue)
+    key = path
+    while key and key not in issues:
+        key = key.rpartition(".")[0]
+    name, issue, error = issues[key] if key else (path, detail, InvalidArgument)
+    if error is InvalidType and got and got.group(1) == "null":
+        error = InvalidArgument
+    return error(f"invalid request body: {name}: {issue} ({detail})", field=name, issue=issue)
+
+
 def read_json(body: bytes) -> dict[str, Any]:
     """The body as a JSON object.
 
@@ -96,17 +229,13 @@ def read_json(body: bytes) -> dict[str, Any]:
         InvalidArgument: the body is not JSON, or not an object (``field`` is ``"(body)"``).
     """
     try:
-        data = json.loads(body) if body.strip() else None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _bad("(body)", f"not valid JSON ({exc}); expected a JSON object") from None
-    if not isinstance(data, dict):
-        raise _bad("(body)", f"expected a JSON object, got {type(data).__name__}")
-    return data
+        return _OBJECT.decode(body) if body.strip() else _OBJECT.decode(b"null")
+    except msgspec.MsgspecError as exc:
+        raise _body_error(exc, {}) from None
 
 
-def _messages(body: Mapping[str, Any]) -> list[Message]:
-    value = body.get("messages")
-    if value is None or isinstance(value, bool) or not isinstance(value, (str, dict, list)):
+def _messages(value: str | dict[str, Any] | list[Any] | None) -> list[Message]:
+    if value is None:
         # Mastra's own wording for a missing or mistyped ``messages``.
         raise _bad("messages", "Invalid input")
     if isinstance(value, list) and not value:
@@ -117,71 +246,102 @@ def _messages(body: Mapping[str, Any]) -> list[Message]:
         raise _bad("messages", exc.message) from None
 
 
-def _memory(body: Mapping[str, Any]) -> dict[str, str]:
+def _memory(body: _OptionsBody) -> dict[str, str]:
     """``thread_id``/``resource_id`` from ``memory`` (or top-level ``threadId``/``resourceId``).
 
     A missing resource is not an error here: the server may decide it (``_tenancy``), which
     then refuses a thread that still has none.
     """
-    memory = body.get("memory")
-    thread: Any = body.get("threadId")
-    resource: Any = body.get("resourceId")
+    memory = body.memory
+    thread: str | _ThreadRef | None = body.thread_id
+    resource = body.resource_id
     if memory is not None:
-        if not isinstance(memory, dict):
-            raise _bad("memory", "expected an object {thread, resource}")
-        thread = memory.get("thread", thread)
-        resource = memory.get("resource", resource)
-        if isinstance(thread, dict):
-            thread = thread.get("id")
-        if not isinstance(thread, str) or not thread:
+        thread = memory.thread if memory.thread is not None else thread
+        resource = memory.resource if memory.resource is not None else resource
+        if thread is None:
             raise _bad("memory.thread", "expected a thread id (a string or {id})")
-        if resource is not None and (not isinstance(resource, str) or not resource):
-            raise _bad("memory.resource", "expected a resource id (a non-empty string)")
     out: dict[str, str] = {}
     if thread is not None:
-        if not isinstance(thread, str) or not thread:
-            raise _bad("threadId", "expected a non-empty string")
-        out["thread_id"] = thread
+        out["thread_id"] = thread.id if isinstance(thread, _ThreadRef) else thread
     if resource is not None:
-        if not isinstance(resource, str) or not resource:
-            raise _bad("resourceId", "expected a non-empty string")
         out["resource_id"] = resource
     return out
 
 
-def _resource_field(body: Mapping[str, Any]) -> str:
-    return "memory.resource" if isinstance(body.get("memory"), dict) else "resourceId"
-
-
-def _options(body: Mapping[str, Any]) -> dict[str, Any]:
+def _options(body: _OptionsBody) -> dict[str, Any]:
     options: dict[str, Any] = dict(_memory(body))
-    context = body.get("requestContext")
-    if context is not None:
-        if not isinstance(context, dict):
-            raise _bad("requestContext", "expected an object")
-        options["request_context"] = context
-    for key, (name, kind) in _OPTIONS.items():
-        value = body.get(key)
-        if value is None:
-            continue
-        if not isinstance(value, kind) or isinstance(value, bool):
-            expected = kind.__name__ if isinstance(kind, type) else \
-                " or ".join(k.__name__ for k in kind)
-            raise InvalidType(f"invalid request body: {key}: expected {expected}, got "
-                              f"{type(value).__name__}", field=key,
-                              issue=f"expected {expected}")
-        options[name] = value
-    structured = body.get("structuredOutput")
-    if structured is not None:
-        schema = structured.get("schema") if isinstance(structured, dict) else None
-        if not isinstance(schema, dict):
+    if body.request_context is not None:
+        options["request_context"] = body.request_context
+    for name in _PLAIN_OPTIONS:
+        value = getattr(body, name)
+        if value is not None:
+            options[name] = value
+    if body.structured_output is not None:
+        if body.structured_output.schema is None:
             raise _bad("structuredOutput.schema", "expected a JSON Schema object")
-        options["structured_output"] = schema
+        options["structured_output"] = body.structured_output.schema
     return options
 
 
+def _resource_field(body: _OptionsBody) -> str:
+    return "memory.resource" if body.memory is not None else "resourceId"
+
+
+_OBJECT = msgspec.json.Decoder(dict[str, Any])
+_THREAD_BODY = msgspec.json.Decoder(ThreadBody)
+
+
+def decode_thread_body(body: bytes) -> ThreadBody:
+    """A thread-creation body (JSON bytes) as a ``ThreadBody``.
+
+    Raises:
+        InvalidArgument: not JSON or not an object (``field`` is ``"(body)"``).
+        InvalidType: a field of the wrong JSON type (``exc.field`` names it).
+
+    Example:
+        >>> decode_thread_body(b'{"resourceId": "u1", "title": "Returns"}').title
+        'Returns'
+    """
+    try:
+        return _THREAD_BODY.decode(body) if body.strip() else _THREAD_BODY.decode(b"null")
+    except msgspec.MsgspecError as exc:
+        raise _body_error(exc, _THREAD_ISSUES) from None
+_AGENT_BODY = msgspec.json.Decoder(_AgentBody)
+_CHAT_BODY = msgspec.json.Decoder(_ChatBody)
+
+
+def decode_agent_call(body: bytes) -> Call:
+    """A Mastra ``generate``/``stream`` request body (JSON bytes) as a ``Call``: decoded and
+    checked in one pass into a msgspec struct; a decode error becomes the body error.
+
+    Raises:
+        InvalidArgument: not JSON, not an object, or a missing or malformed field
+            (``exc.field`` names it).
+        InvalidType: a field of the wrong JSON type (``exc.field`` names it).
+
+    Example:
+        >>> decode_agent_call(b'{"messages": "Hi", "maxSteps": 2}').options
+        {'max_steps': 2}
+        >>> decode_agent_call(b'{"messages": "Hi", "maxSteps": "2"}')
+        Traceback (most recent call last):
+        ...
+        streamkit.errors.InvalidType: invalid request body: maxSteps: expected int (Expected \
+`int | null`, got `str`)
+    """
+    try:
+        parsed = _AGENT_BODY.decode(body) if body.strip() else _AGENT_BODY.decode(b"null")
+    except msgspec.MsgspecError as exc:
+        raise _body_error(exc, _ISSUES) from None
+    return _agent_call(parsed)
+
+
+def _agent_call(body: _AgentBody) -> Call:
+    return Call(_messages(body.messages), _options(body), _resource_field(body))
+
+
 def parse_agent_call(body: Mapping[str, Any]) -> Call:
-    """A Mastra ``generate``/``stream`` body as a ``Call``.
+    """A Mastra ``generate``/``stream`` body, already parsed, as a ``Call`` (the checks of
+    ``decode_agent_call``).
 
     Raises:
         InvalidArgument: a missing or malformed field (``exc.field`` names it).
@@ -192,7 +352,11 @@ def parse_agent_call(body: Mapping[str, Any]) -> Call:
         >>> call.options
         {'thread_id': 't1', 'resource_id': 'u1', 'max_steps': 3}
     """
-    return Call(_messages(body), _options(body), _resource_field(body))
+    try:
+        parsed = msgspec.convert(body, _AgentBody, strict=True)
+    except msgspec.MsgspecError as exc:
+        raise _body_error(exc, _ISSUES) from None
+    return _agent_call(parsed)
 
 
 # --------------------------------------------------------------------------------------------
@@ -304,27 +468,12 @@ def ui_to_messages(messages: Sequence[Any]) -> list[Message]:
     return out
 
 
-def parse_chat_call(body: Mapping[str, Any]) -> Call:
-    """An AI SDK chat body (``{id, messages: UIMessage[], trigger, messageId?, ...}``) as a
-    ``Call``.
-
-    ``trigger: "regenerate-message"`` drops the last assistant message (it is being answered
-    again). Decision: with memory (``memory: {thread, resource}`` or ``threadId``/``resourceId``
-    in the body) the stored thread already holds the history, so only the messages after the
-    last assistant message are sent as input — the full history the client resends would
-    otherwise be stored twice. Options are read as in ``parse_agent_call``.
-
-    Raises:
-        InvalidArgument: no ``messages`` list, a malformed message (``exc.field`` names it).
-    """
-    raw = body.get("messages")
-    if not isinstance(raw, list) or not raw:
+def _chat_call(body: _ChatBody) -> Call:
+    raw = body.messages
+    if not raw:
         raise _bad("messages", "expected a non-empty list of UI messages")
-    trigger = body.get("trigger", "submit-message")
-    if trigger not in ("submit-message", "regenerate-message"):
-        raise _bad("trigger", "expected submit-message or regenerate-message")
     history = list(raw)
-    if trigger == "regenerate-message" and isinstance(history[-1], Mapping) \
+    if body.trigger == "regenerate-message" and isinstance(history[-1], Mapping) \
             and history[-1].get("role") == "assistant":
         history.pop()
     options = _options(body)
@@ -339,3 +488,38 @@ def parse_chat_call(body: Mapping[str, Any]) -> Call:
     if not messages:
         raise _bad("messages", "nothing to answer: no user message after the last answer")
     return Call(messages, options, _resource_field(body))
+
+
+def decode_chat_call(body: bytes) -> Call:
+    """An AI SDK chat request body (JSON bytes) as a ``Call``, decoded into a msgspec struct
+    (see ``parse_chat_call`` for what it means).
+
+    Raises:
+        InvalidArgument: not JSON, not an object, no ``messages`` list, a malformed message
+            (``exc.field`` names it).
+    """
+    try:
+        parsed = _CHAT_BODY.decode(body) if body.strip() else _CHAT_BODY.decode(b"null")
+    except msgspec.MsgspecError as exc:
+        raise _body_error(exc, _CHAT_ISSUES) from None
+    return _chat_call(parsed)
+
+
+def parse_chat_call(body: Mapping[str, Any]) -> Call:
+    """An AI SDK chat body (``{id, messages: UIMessage[], trigger, messageId?, ...}``) as a
+    ``Call``.
+
+    ``trigger: "regenerate-message"`` drops the last assistant message (it is being answered
+    again). Decision: with memory (``memory: {thread, resource}`` or ``threadId``/``resourceId``
+    in the body) the stored thread already holds the history, so only the messages after the
+    last assistant message are sent as input — the full history the client resends would
+    otherwise be stored twice. Options are read as in ``parse_agent_call``.
+
+    Raises:
+        InvalidArgument: no ``messages`` list, a malformed message (``exc.field`` names it).
+    """
+    try:
+        parsed = msgspec.convert(body, _ChatBody, strict=True)
+    except msgspec.MsgspecError as exc:
+        raise _body_error(exc, _CHAT_ISSUES) from None
+    return _chat_call(parsed)

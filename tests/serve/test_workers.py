@@ -11,7 +11,7 @@ import sys
 import httpx
 import pytest
 
-from streamkit.errors import InvalidArgument
+from streamkit.errors import InvalidArgument, InvalidType
 from streamkit.serve._cli import serve
 
 from ._spawn import serving
@@ -62,9 +62,10 @@ def test_several_workers_over_an_in_memory_store_are_refused() -> None:
         serve([], demo=True, memory_path=":memory:", workers=2, port=0)
 
 
-@pytest.mark.parametrize("workers", [0, -1, True, 1.5])
-def test_workers_must_be_a_positive_int(workers: object) -> None:
-    with pytest.raises(InvalidArgument, match="workers must be an int >= 1"):
+@pytest.mark.parametrize("workers, error", [(0, InvalidArgument), (-1, InvalidArgument),
+                                             (True, InvalidType), (1.5, InvalidType)])
+def test_workers_must_be_a_positive_int(workers: object, error: type) -> None:
+    with pytest.raises(error, match="workers must be an int >= 1"):
         serve([], demo=True, workers=workers, port=0)  # type: ignore[arg-type]
 
 
