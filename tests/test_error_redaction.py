@@ -12,7 +12,7 @@ names, pass the guards before they are stored. The HTTP routes are
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,10 +81,14 @@ def server() -> Iterator[ReplayServer]:
 
 
 @pytest.fixture
-def model(server: ReplayServer) -> OpenAIChatModel:
+async def model(server: ReplayServer) -> AsyncIterator[OpenAIChatModel]:
+    """A model on the replay server, closed after the test (its keep-alive connections would
+    otherwise be collected, unclosed, during a later test that turns warnings into errors)."""
     server.replies.clear()
     base = f"http://alice:{PASSWORD}@127.0.0.1:{server.port}/v1"
-    return OpenAIChatModel("m", base_url=base, max_retries=0)
+    model = OpenAIChatModel("m", base_url=base, max_retries=0)
+    yield model
+    await model.aclose()
 
 
 def guards() -> list[Any]:
