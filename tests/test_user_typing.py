@@ -51,33 +51,32 @@ def test_the_user_program_runs() -> None:
     assert lines[-2:] == ["text 'Hi there. '", "Yes."]
 
 
-def test_mistakes_are_reported_where_marked(tmp_path: Path) -> None:
-    program = PROGRAMS / "misuse_program.py"
+def marked_and_found(program: Path, tmp_path: Path) -> tuple[set[tuple[int, str]],
+                                                               set[tuple[int, str]]]:
+    """The ``(line, error code)`` pairs ``program`` marks with ``# E: code``, and those
+    ``mypy --strict`` reports."""
     expected = {(number, m.group(1))
                 for number, line in enumerate(program.read_text().splitlines(), 1)
                 if (m := re.search(r"# E: ([\w-]+)$", line))}
-    assert len(expected) == 4
     found = set()
     for line in strict_mypy(program, tmp_path):
         m = re.match(r".*?:(\d+): error: .*\[([\w-]+)\]$", line)
         if m:
             found.add((int(m.group(1)), m.group(2)))
+    return expected, found
+
+
+def test_mistakes_are_reported_where_marked(tmp_path: Path) -> None:
+    expected, found = marked_and_found(PROGRAMS / "misuse_program.py", tmp_path)
+    assert len(expected) == 4
     assert expected <= found, f"mypy missed {sorted(expected - found)}; it said {sorted(found)}"
 
 
 def test_data_mistakes_are_reported_where_marked_and_nowhere_else(tmp_path: Path) -> None:
     """Tool calls, tool results and step overrides are typed (issue 32): a misspelled field, an
     unknown old-dict key, a wrong value type and a write to a frozen record are mypy errors."""
-    program = PROGRAMS / "data_misuse_program.py"
-    expected = {(number, m.group(1))
-                for number, line in enumerate(program.read_text().splitlines(), 1)
-                if (m := re.search(r"# E: ([\w-]+)$", line))}
+    expected, found = marked_and_found(PROGRAMS / "data_misuse_program.py", tmp_path)
     assert len(expected) == 12
-    found = set()
-    for line in strict_mypy(program, tmp_path):
-        m = re.match(r".*?:(\d+): error: .*\[([\w-]+)\]$", line)
-        if m:
-            found.add((int(m.group(1)), m.group(2)))
     assert expected <= found, f"mypy missed {sorted(expected - found)}; it said {sorted(found)}"
     marked = {number for number, _ in expected}
     stray = sorted((number, code) for number, code in found if number not in marked)
