@@ -30,7 +30,8 @@ How a stream hook's result is reported (``ProcessorAction.action``), per call:
   held text in front) and coming out (for chunks without text: their JSON).
 * ``redacted``: a change that masks what was there: the processor says it redacts (a true
   ``redacts`` attribute; the operators' ``RedactingGuard`` sets it), or the new text holds a
-  mask the old did not (``[LABEL]`` in brackets, ``***``, ``█``).
+  mask the old did not, compared without case (``[LABEL]`` in brackets, ``***``, ``█``; so
+  upper-casing ``[a]`` is a change, not a redaction).
 * ``emitted``: a chunk it added — an extra item of the list it returned next to the chunk it
   was given, or a chunk it wrote with its ``writer``.
 * ``aborted``: it raised ``TripWire`` (``reason`` is the tripwire's) or failed

@@ -30,7 +30,7 @@ from ._writer import Writer
 __all__ = ["ChunkProbe", "MASK", "holds_back", "is_redactor"]
 
 #: A mask in new text (``[EMAIL]``, ``[redacted]``, ``***``, ``█``): a change that brings one
-#: where there was none is reported as ``redacted``.
+#: where there was none is reported as ``redacted`` (``brings_mask``).
 MASK = re.compile(r"\[[A-Za-z][\w .:-]{0,40}\]|\*{3,}|█+|<redacted>", re.IGNORECASE)
 
 _TEXT_CLASSES = (TextDelta, ReasoningDelta)
@@ -45,6 +45,13 @@ def holds_back(processor: object) -> bool:
         return holds
     buffering = getattr(processor, "buffering", None)
     return bool(getattr(buffering, "holds", False))
+
+
+def brings_mask(before: str, after: str) -> bool:
+    """Whether ``after`` holds a mask that ``before`` did not, compared without case: a change
+    of case (``[a]`` -> ``[A]``) brings no mask, ``ada@example.com`` -> ``[email]`` does."""
+    old = before.casefold()
+    return any(m.group().casefold() not in old for m in MASK.finditer(after))
 
 
 def is_redactor(processor: object) -> bool:
@@ -285,8 +292,7 @@ class ChunkProbe:
             if slot.holds:  # it may still hold the end of what it was given
                 slot.held = _tail(before, after)
                 before = before[:len(before) - len(slot.held)]
-            action = "redacted" if slot.redacts or any(
-                m.group() not in before for m in MASK.finditer(after)) else "changed"
+            action = "redacted" if slot.redacts or brings_mask(before, after) else "changed"
         if action == "passed":  # an equal copy of the chunk
             self._action(slot, "passed", kind)
         else:
@@ -337,8 +343,7 @@ class ChunkProbe:
                       pairs: list[tuple[str, str]]) -> None:
         slot = self._slot(spec)
         for old, new in pairs:
-            action: Action = "redacted" if slot.redacts or any(
-                m.group() not in old for m in MASK.finditer(new)) else "changed"
+            action: Action = "redacted" if slot.redacts or brings_mask(old, new) else "changed"
             self.emit(ProcessorAction(
                 run_id=self.run_id, step_number=self.step_number(), seq=None,
                 processor_id=spec.id, action=action, chunk_type=hook, before=old, after=new))
