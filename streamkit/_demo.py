@@ -37,7 +37,7 @@ import sys
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ._prompt import PromptMessage
+from ._prompt import PromptMessage, prompt_text
 from .agent import Agent
 from .chunks import ModelChunk, TextDelta, ToolCall, ToolResult, TripwireChunk
 from .errors import InvalidArgument, ToolError
@@ -286,16 +286,6 @@ def make_track_order(pace: float) -> Tool:
     return track_order
 
 
-def _text_of(content: object) -> str:
-    """The text of a provider-shaped message's content (a string or a list of parts)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content
-                       if isinstance(p, dict) and p.get("type") == "text")
-    return ""
-
-
 def _answer(prompt: list[PromptMessage]) -> object:
     """The demo model's step for ``prompt``: see ``demo_model``."""
     turns = [m for m in prompt if m.get("role") != "system"]
@@ -314,8 +304,8 @@ def _answer(prompt: list[PromptMessage]) -> object:
                     f"I can also see {record.get('open_tickets', 0)} open tickets on your "
                     f"{record.get('tier', '')} account; reply here if you want me to chase "
                     f"them.")
-    said = _text_of(last.get("content"))
-    retried = any(m.get("role") == "system" and FEEDBACK in _text_of(m.get("content"))
+    said = prompt_text(last.get("content"))
+    retried = any(m.get("role") == "system" and FEEDBACK in prompt_text(m.get("content"))
                   for m in prompt)
     lowered = said.lower()
     order = ORDER_ID.search(said)
@@ -335,7 +325,7 @@ def _answer(prompt: list[PromptMessage]) -> object:
     if customer is not None:
         return [reasoning("The customer asks about an order; look the account up first."),
                 tool_call("lookup_customer", {"customer_id": customer.group(0)})]
-    earlier = [_text_of(m.get("content")) for m in turns[:-1] if m.get("role") == "user"]
+    earlier = [prompt_text(m.get("content")) for m in turns[:-1] if m.get("role") == "user"]
     lookups = sum(1 for m in turns if m.get("role") == "tool")
     reply = f"You said: \u201c{said.strip()}\u201d."
     if earlier:

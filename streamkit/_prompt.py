@@ -27,7 +27,7 @@ __all__ = [
     "PromptMessage", "SystemPromptMessage", "UserPromptMessage", "AssistantPromptMessage",
     "ToolPromptMessage",
     "TextContent", "FileContent", "ImageContent", "ReasoningContent", "RedactedReasoningContent",
-    "ToolCallContent", "ToolResultContent", "UserContent", "AssistantContent",
+    "ToolCallContent", "ToolResultContent", "UserContent", "AssistantContent", "prompt_text",
 ]
 
 
@@ -104,3 +104,20 @@ class ToolPromptMessage(TypedDict):
 PromptMessage: TypeAlias = (SystemPromptMessage | UserPromptMessage | AssistantPromptMessage
                             | ToolPromptMessage)
 """One provider-shaped message (see the module docstring)."""
+
+
+def prompt_text(content: object) -> str:
+    """The text of a prompt message's ``content``: the string itself, or its ``text`` parts
+    joined (other parts, and anything that is neither, give ``""``). What a ``FunctionModel``
+    reads of the message it answers.
+
+    Example:
+        >>> prompt_text([{"type": "text", "text": "Hi "}, {"type": "text", "text": "there"}])
+        'Hi there'
+    """
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content
+                       if isinstance(p, dict) and p.get("type") == "text")
+    return ""

@@ -75,6 +75,7 @@ from streamkit._prompt import (
     ToolResultContent,
     UserContent,
     UserPromptMessage,
+    prompt_text,
 )
 
 __all__ = [
@@ -92,7 +93,7 @@ __all__ = [
     "PromptMessage", "SystemPromptMessage", "UserPromptMessage", "AssistantPromptMessage",
     "ToolPromptMessage", "TextContent", "FileContent", "ImageContent", "ReasoningContent",
     "RedactedReasoningContent", "ToolCallContent", "ToolResultContent", "UserContent",
-    "AssistantContent",
+    "AssistantContent", "prompt_text",
     # the list
     "MessageList", "MessageView", "MessageListCheckpoint", "SystemSnapshot", "Source",
 ]

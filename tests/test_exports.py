@@ -74,7 +74,7 @@ INTENDED: dict[str, set[str]] = {
         "PromptMessage", "SystemPromptMessage", "UserPromptMessage", "AssistantPromptMessage",
         "ToolPromptMessage", "TextContent", "FileContent", "ImageContent", "ReasoningContent",
         "RedactedReasoningContent", "ToolCallContent", "ToolResultContent", "UserContent",
-        "AssistantContent",
+        "AssistantContent", "prompt_text",
         # the list
         "MessageList", "MessageView", "MessageListCheckpoint", "SystemSnapshot", "Source",
     },

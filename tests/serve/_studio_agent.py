@@ -32,6 +32,7 @@ from typing import Any
 
 from streamkit import Agent
 from streamkit.memory import Memory, SQLiteStore
+from streamkit.messages import prompt_text
 from streamkit.models import ModelRequest
 from streamkit.processors import Processor
 from streamkit.testing import FunctionModel, api_error, reasoning, text, tool_call
@@ -111,16 +112,6 @@ class SentenceBuffer(Processor):
         return part.replace(text=sentence)
 
 
-def _said(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content
-                       if isinstance(p, dict) and p.get("type") == "text")
-    return ""
-
-
 def _answer(request: ModelRequest) -> Any:
     turns = [m for m in request.prompt if m.get("role") != "system"]
     last = turns[-1]
@@ -128,7 +119,7 @@ def _answer(request: ModelRequest) -> Any:
         result = last["content"][0].get("result", {})
         return text(f"Order {result.get('order_id')} has {result.get('status')} with "
                     f"{result.get('carrier')}.")
-    said = _said(last)
+    said = prompt_text(last.get("content"))
     if "order" in said:
         return [reasoning("The user asks about an order, so I look it up."),
                 tool_call("check_order", {"order_id": "ORD-7"})]

@@ -16,6 +16,7 @@ import pytest
 
 from streamkit import Agent
 from streamkit.memory import Memory, SQLiteStore
+from streamkit.messages import prompt_text
 from streamkit.models import ModelRequest
 from streamkit.serve import create_app
 from streamkit.testing import FunctionModel, reasoning, text, tool_call
@@ -37,8 +38,7 @@ def _anchor_step(request: ModelRequest) -> Any:
     if last["role"] == "tool":
         return text("Ada Lovelace is a gold customer with 2 open tickets.")
     content = last["content"]
-    said = content if isinstance(content, str) else "".join(
-        p.get("text", "") for p in content if p.get("type") == "text")
+    said = prompt_text(content)
     if "C-42" in said:
         return tool_call("lookupCustomer", {"customerId": "C-42"})
     turn = sum(1 for m in request.prompt if m["role"] == "user")

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from streamkit import Agent
 from streamkit.errors import APICallError, InvalidArgument, MemoryStoreError
 from streamkit.memory import Memory, SQLiteStore
+from streamkit.messages import prompt_text
 from streamkit.models import ModelRequest
 from streamkit.serve import Limits, create_app, uvicorn_config
 from streamkit.serve._connections import SERVER_PROTOCOLS
@@ -46,9 +47,7 @@ WAIT = 20.0  # the longest any wait in these tests may take (a bound, not a timi
 
 
 def _said(request: ModelRequest) -> str:
-    content = request.prompt[-1]["content"]
-    return content if isinstance(content, str) else "".join(
-        p.get("text", "") for p in content if p.get("type") == "text")
+    return prompt_text(request.prompt[-1]["content"])
 
 
 def echo_agent(memory: Memory | None = None) -> Agent:
