@@ -29,10 +29,26 @@ def _socket(sndbuf: int | None = None) -> socket.socket:
     return sock
 
 
-def _server(app: Any) -> uvicorn.Server:
-    config = uvicorn.Config(app, log_level="warning", lifespan="off",
-                            timeout_graceful_shutdown=2)
-    return uvicorn.Server(config)
+def _config(app: Any) -> uvicorn.Config:
+    return uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
+
+
+@contextlib.asynccontextmanager
+async def serving(config: uvicorn.Config, sock: socket.socket) -> AsyncIterator[uvicorn.Server]:
+    """Serve ``config`` on the bound ``sock`` in this loop; yields the server once it accepts,
+    and stops it (waited for, bounded) and closes ``sock`` when the block ends."""
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        while not server.started:
+            if task.done():
+                task.result()
+            await asyncio.sleep(0.005)  # polling uvicorn's startup flag; no timing asserted
+        yield server
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, STOP_TIMEOUT)
+        sock.close()
 
 
 @contextlib.asynccontextmanager
@@ -40,18 +56,8 @@ async def running(app: Any, *, sndbuf: int | None = None) -> AsyncIterator[str]:
     """Serve ``app`` in this loop; yields its base URL (``http://127.0.0.1:PORT``).
     ``sndbuf`` caps the kernel send buffer of its connections."""
     sock = _socket(sndbuf)
-    server = _server(app)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        while not server.started:
-            if task.done():
-                task.result()
-            await asyncio.sleep(0.005)  # polling uvicorn's startup flag; no timing asserted
+    async with serving(_config(app), sock):
         yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, STOP_TIMEOUT)
-        sock.close()
 
 
 class ServerThread:
@@ -60,7 +66,7 @@ class ServerThread:
     def __init__(self, app: Any) -> None:
         self.app = app
         self.sock = _socket()
-        self.server = _server(app)
+        self.server = uvicorn.Server(_config(app))
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.ready = threading.Event()

@@ -14,11 +14,12 @@ import asyncio
 from typing import Any
 
 import pytest
-import uvicorn
 
 from streamkit.serve import uvicorn_config
 from streamkit.serve._cli import _bind
 from streamkit.serve._connections import SERVER_PROTOCOLS
+
+from ._server import serving
 
 WAIT = 20.0
 REQUEST = b"GET /late HTTP/1.1\r\nhost: x\r\n\r\n"
@@ -40,13 +41,7 @@ async def _head_then_body(http: str) -> tuple[bytes, bytes]:
     sock = _bind("127.0.0.1", 0)
     config = uvicorn_config(_late_body_app(release), log_level="warning", lifespan="off",
                             timeout_graceful_shutdown=2, http=http)
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        while not server.started:
-            if task.done():
-                task.result()
-            await asyncio.sleep(0.005)  # polling uvicorn's startup flag; no timing asserted
+    async with serving(config, sock):
         reader, writer = await asyncio.open_connection(*sock.getsockname()[:2])
         try:
             writer.write(REQUEST)
@@ -60,10 +55,6 @@ async def _head_then_body(http: str) -> tuple[bytes, bytes]:
             return head, body
         finally:
             writer.close()
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, WAIT)
-        sock.close()
 
 
 @pytest.mark.parametrize("http", sorted(SERVER_PROTOCOLS))

@@ -12,13 +12,13 @@ import socket
 from typing import Any
 
 import pytest
-import uvicorn
 
 from streamkit.errors import InvalidArgument
 from streamkit.serve import create_app, uvicorn_config
 from streamkit.serve._cli import _bind
 from streamkit.serve._connections import SERVER_PROTOCOLS, GuardedConfig
 
+from ._server import serving
 from .test_limits import echo_agent
 
 WAIT = 20.0
@@ -39,13 +39,7 @@ async def _read_response(reader: asyncio.StreamReader) -> bytes:
 async def _server_nodelay(config: GuardedConfig, sock: socket.socket) -> list[int]:
     """Two requests on one keep-alive connection; then TCP_NODELAY of every open server-side
     connection, read while the client's connection is still open."""
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        while not server.started:
-            if task.done():
-                task.result()
-            await asyncio.sleep(0.005)  # polling uvicorn's startup flag; no timing asserted
+    async with serving(config, sock):
         reader, writer = await asyncio.open_connection(*sock.getsockname()[:2])
         try:
             for _ in range(2):  # the second on the reused connection (where the stall was)
@@ -59,10 +53,6 @@ async def _server_nodelay(config: GuardedConfig, sock: socket.socket) -> list[in
                 socket.IPPROTO_TCP, socket.TCP_NODELAY) for conn in open_]
         finally:
             writer.close()
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, WAIT)
-        sock.close()
 
 
 def _config(http: str, **options: Any) -> GuardedConfig:
