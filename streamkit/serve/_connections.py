@@ -308,10 +308,11 @@ class _HeadFirst:
     head's write was ~10 % of the server's samples under load (py-spy, 50 clients).
     """
 
-    __slots__ = ("_transport", "_held")
+    __slots__ = ("_transport", "_loop", "_held")
 
-    def __init__(self, transport: asyncio.Transport) -> None:
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
         self._transport = transport
+        self._loop = loop  # the protocol's: no get_running_loop() (a getpid() on 3.11) per write
         self._held: bytes | None = b""  # b"": nothing written yet; None: head sent
 
     def write(self, data: bytes) -> None:
@@ -323,7 +324,7 @@ class _HeadFirst:
             self._transport.write(held + data)
         else:
             self._held = data
-            asyncio.get_running_loop().call_soon(self._flush)
+            self._loop.call_soon(self._flush)
 
     def _flush(self) -> None:
         held, self._held = self._held, None
@@ -404,7 +405,7 @@ class GuardedHttpToolsProtocol(_Guard, HttpToolsProtocol):
         super().on_headers_complete()
         cycle = self.cycle
         if cycle is not None and cycle.transport is self.transport:
-            cycle.transport = _HeadFirst(self.transport)  # type: ignore[assignment]
+            cycle.transport = _HeadFirst(self.transport, self.loop)  # type: ignore[assignment]
 
     def pause_writing(self) -> None:
         super().pause_writing()
