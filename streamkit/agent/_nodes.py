@@ -644,6 +644,12 @@ def _response_text(ml: MessageList) -> str:
     return "".join(get_text(m) for m in ml.get.response.db() if m.role == "assistant")
 
 
+#: The hooks that run between a run's last step-finish and its finish (the stream processors
+#: see the step-finish chunk; then ``process_output_result``): when neither node has a
+#: processor, the messages are as the last step-finish's snapshot saw them.
+_AFTER_STEP_FINISH = frozenset((node.PROCESS_OUTPUT_STREAM, node.PROCESS_OUTPUT_RESULT))
+
+
 async def finish(run: Run) -> Literal[LoopNode.END]:
     cfg, st = run.config, run.state
     # The last object-result the consumer received from an accepted attempt: the answer
@@ -656,7 +662,8 @@ async def finish(run: Run) -> Literal[LoopNode.END]:
     payload = st.step_end.finish(reason=st.finish_reason, text=st.text, usage=st.usage,
                                  message_id=run.run_id, model=cfg.model,
                                  message_list=st.message_list, thread_id=cfg.thread_id,
-                                 resource_id=cfg.resource_id)
+                                 resource_id=cfg.resource_id,
+                                 unchanged=run.graph.busy.isdisjoint(_AFTER_STEP_FINISH))
     run.emit(Finish(payload=payload, run_id=run.run_id, from_=AGENT), Origin.RUN)
     return node.END
 
