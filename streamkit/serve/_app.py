@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import (
-    AsyncIterator,
     Awaitable,
     Callable,
     Collection,
@@ -35,8 +34,8 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route
 from starlette.types import Receive, Scope, Send
 
-from ..agent import Agent, AgentStream
-from ..chunks import ErrorChunk
+from ..agent import Agent
+from ..chunks import Chunk
 from ..errors import InvalidArgument, InvalidType, StreamkitError
 from ..memory import Memory
 from ..validate import int_at_least, seconds
@@ -48,7 +47,7 @@ from ._studio import StudioAPI
 from ._tenancy import ContextHook, ResourceHook, Tenancy
 from ._ui_stream import UI_MESSAGE_STREAM_HEADERS, UIMessageStream
 
-__all__ = ["create_app", "ui_frames", "chat_page"]
+__all__ = ["create_app", "UIFraming", "chat_page"]
 
 _encode = msgspec.json.Encoder().encode
 
@@ -72,35 +71,38 @@ def _ui_frame(part: Mapping[str, object]) -> bytes:
         raise _unencodable(part, exc) from None
 
 
-async def ui_frames(stream: AgentStream) -> AsyncIterator[bytes]:
-    """The chat route's body: each UI chunk as ``data: <JSON>\\n\\n``, then ``data: [DONE]``.
+class UIFraming:
+    """The chat route's body (a ``Framing`` for ``EventStream.of_run``): each UI chunk of
+    ``UIMessageStream`` as ``data: <JSON>\\n\\n``, then ``data: [DONE]``.
 
-    A run that fails before it started raises its error (the route answers JSON), as in
-    ``_mastra.mastra_frames``; one raised later becomes a UI ``error`` chunk.
+    A run that fails before it started raises its error (the route answers JSON), as on the
+    Mastra route; one raised later becomes a UI ``error`` chunk. A part that cannot be encoded
+    (a lone surrogate in a model's text) is a typed error, reported in-band.
     """
-    ui = UIMessageStream()
-    sent = False
-    try:
-        convert = ui.convert
-        async for chunk in stream:
-            if not sent and isinstance(chunk, ErrorChunk):
-                await stream.result()  # a run that failed before it started: raises why
-            for part in convert(chunk):
-                try:  # _ui_frame, inlined: this loop runs once per chunk of every stream
-                    data = _encode(part)
-                except _UNENCODABLE as exc:
-                    raise _unencodable(part, exc) from None
-                yield b"data: " + data + b"\n\n"
-                sent = True
-    except StreamkitError as exc:
-        if not sent:
-            raise
-        yield b"data: " + _encode({"type": "error", "errorText": str(exc)}) + b"\n\n"
-    finally:
-        await stream.aclose()
-    for part in ui.close():
-        yield _ui_frame(part)
-    yield DONE
+
+    __slots__ = ("_ui", "_convert")
+
+    def __init__(self) -> None:
+        self._ui = UIMessageStream()
+        self._convert = self._ui.convert
+
+    def frame(self, chunk: Chunk, /) -> bytes:
+        parts = self._convert(chunk)
+        if not parts:
+            return b""
+        try:
+            if len(parts) == 1:  # nearly always: one UI chunk per chunk
+                return b"data: " + _encode(parts[0]) + b"\n\n"
+            return b"".join([b"data: " + _encode(part) + b"\n\n" for part in parts])
+        except _UNENCODABLE:
+            pass
+        return b"".join([_ui_frame(part) for part in parts])  # raises for the bad part
+
+    def failed(self, error: StreamkitError, /) -> bytes:
+        return b"data: " + _encode({"type": "error", "errorText": str(error)}) + b"\n\n"
+
+    def end(self) -> bytes:
+        return b"".join([*(_ui_frame(part) for part in self._ui.close()), DONE])
 
 
 def chat_page() -> str:
@@ -129,7 +131,7 @@ class _Chat:
             if refused is not None:
                 return refused
             stream = agent.stream(call.messages, **call.options)
-            events = EventStream(ui_frames(stream), queue_size=self.queue_size)
+            events = EventStream.of_run(stream, UIFraming(), queue_size=self.queue_size)
             first = await events.first()
         except StreamkitError as exc:
             return error_response(exc)

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,7 +44,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..agent import Agent, AgentResult, AgentStream, Usage
+from ..agent import Agent, AgentResult, Usage
 from ..chunks import Chunk, ErrorChunk, StepStart, ToolCall, ToolErrorChunk, ToolResult
 from ..errors import (
     InvalidArgument,
@@ -62,7 +62,7 @@ from ._sse import CLOSE_TIMEOUT, DONE, SSE_HEADERS, EventStream, SSEResponse
 from ._tenancy import DENIED, Tenancy
 
 __all__ = ["MastraAPI", "agent_json", "thread_json", "message_json", "error_response",
-           "mastra_frames", "sse_frame"]
+           "MastraFraming", "sse_frame"]
 
 _LINE_SEPARATORS = ("\u2028".encode(), "\u2029".encode())
 
@@ -91,27 +91,28 @@ def _error_chunk_frame(run_id: str, exc: BaseException) -> bytes:
                                 run_id=run_id, from_="AGENT"))
 
 
-async def mastra_frames(stream: AgentStream) -> AsyncIterator[bytes]:
-    """The ``stream`` route's body: each chunk as a frame, then ``data: [DONE]``.
+class MastraFraming:
+    """The ``stream`` route's body (a ``Framing`` for ``EventStream.of_run``): each chunk as a
+    frame (``sse_frame``), then ``data: [DONE]``.
 
     A run that fails before its first chunk (the thread belongs to another resource; its only
     chunk is an ``error``) raises that error, so the route answers JSON; an error raised later
     becomes an in-band ``error`` event, and the body still ends with ``[DONE]``.
     """
-    sent = False
-    try:
-        async for chunk in stream:
-            if not sent and isinstance(chunk, ErrorChunk):
-                await stream.result()  # a run that failed before it started: raises why
-            yield sse_frame(chunk)
-            sent = True
-    except StreamkitError as exc:
-        if not sent:
-            raise
-        yield _error_chunk_frame(stream.run_id, exc)
-    finally:
-        await stream.aclose()
-    yield DONE
+
+    __slots__ = ("run_id",)
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+
+    #: ``sse_frame`` itself: no call around it per chunk.
+    frame = staticmethod(sse_frame)
+
+    def failed(self, error: StreamkitError, /) -> bytes:
+        return _error_chunk_frame(self.run_id, error)
+
+    def end(self) -> bytes:
+        return DONE
 
 
 def error_response(exc: BaseException) -> JSONResponse:
@@ -344,7 +345,8 @@ class MastraAPI:
         agent, call = called
         try:
             stream = agent.stream(call.messages, **call.options)
-            events = EventStream(mastra_frames(stream), queue_size=self.queue_size)
+            events = EventStream.of_run(stream, MastraFraming(stream.run_id),
+                                        queue_size=self.queue_size)
             first = await events.first()
         except StreamkitError as exc:
             return error_response(exc)

@@ -23,6 +23,12 @@ Why a producer task and a bounded buffer:
 Frames already waiting are sent together in one ``send`` (fewer writes under load); a wait
 for the next frame is one future, woken by the producer, the heartbeat's timer or the
 disconnect listener (no ``asyncio.wait`` per batch).
+
+The streaming routes hand ``EventStream.of_run`` the run itself and a ``Framing`` (how the
+route turns a chunk into frames): the producer frames each chunk in its own loop, so a chunk
+passes one generator (the run's) on its way to the buffer, not two (the run's and a framing
+generator around it). Measured per text delta on the chat route (200-delta streams, in
+process): see ``benchmarks/README.md``, "Serving", third pass.
 """
 
 from __future__ import annotations
@@ -30,11 +36,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-__all__ = ["EventStream", "SSEResponse", "HEARTBEAT", "DONE", "SSE_HEADERS", "CLOSE_TIMEOUT"]
+from ..chunks import Chunk, ErrorChunk
+from ..errors import StreamkitError
+
+if TYPE_CHECKING:
+    from ..agent import AgentStream
+
+__all__ = ["EventStream", "Framing", "SSEResponse", "HEARTBEAT", "DONE", "SSE_HEADERS",
+           "CLOSE_TIMEOUT"]
 
 #: The comment sent while nothing else is (``chatRoute``'s ``heartbeatMs`` sends the same).
 HEARTBEAT = b": heartbeat\n\n"
@@ -75,6 +89,27 @@ def _wake(future: asyncio.Future[None] | None) -> None:
         future.set_result(None)
 
 
+class Framing(Protocol):
+    """How a streaming route turns one run's chunks into SSE frames (``EventStream.of_run``).
+
+    The rules every route shares are ``EventStream``'s: a run whose first chunk is an
+    ``error`` (it failed before it started) raises its error, so the route still answers JSON;
+    a ``StreamkitError`` raised after a frame was sent becomes ``failed``'s in-band frame; the
+    run is closed however it ends, and ``end`` follows its last chunk."""
+
+    def frame(self, chunk: Chunk, /) -> bytes:
+        """The frames of one chunk, ``b""`` when the client sees nothing of it."""
+        ...
+
+    def failed(self, error: StreamkitError, /) -> bytes:
+        """The in-band error frame of a run that failed after frames were sent."""
+        ...
+
+    def end(self) -> bytes:
+        """What follows the run's last chunk (``data: [DONE]`` included)."""
+        ...
+
+
 class EventStream:
     """The frames of one response, produced by their own task into a bounded buffer.
 
@@ -94,8 +129,10 @@ class EventStream:
     failure are flags beside the buffer, not items in it.
     """
 
-    def __init__(self, frames: AsyncIterator[bytes], *, queue_size: int = 32) -> None:
+    def __init__(self, frames: AsyncIterator[bytes] | None, *, queue_size: int = 32) -> None:
         self._frames = frames
+        self._run: AgentStream | None = None
+        self._framing: Framing | None = None
         self._size = queue_size
         self._buffer: list[bytes] = []
         self._ended = False
@@ -108,12 +145,34 @@ class EventStream:
         # ``getpid()`` system call (3 % of the server's samples at one client, py-spy --native).
         self._loop: asyncio.AbstractEventLoop | None = None
 
+    @classmethod
+    def of_run(cls, run: AgentStream, framing: Framing, *, queue_size: int = 32) -> EventStream:
+        """The frames of one run: each chunk framed by ``framing`` inside the producer's loop
+        (see ``Framing`` for what happens when the run fails)."""
+        events = cls(None, queue_size=queue_size)
+        events._run, events._framing = run, framing
+        return events
+
     async def _produce(self) -> None:
+        try:
+            if self._run is not None and self._framing is not None:
+                await self._produce_run(self._run, self._framing)
+            elif self._frames is not None:
+                await self._produce_frames(self._frames)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - handed to the consumer, raised there
+            self._error = exc
+        finally:
+            self._ended = True
+            _wake(self._arrived)
+
+    async def _produce_frames(self, frames: AsyncIterator[bytes]) -> None:
         buffer, size = self._buffer, self._size
         loop = self._loop
         assert loop is not None  # first() sets it before the task starts
         try:
-            async for frame in self._frames:
+            async for frame in frames:
                 buffer.append(frame)
                 arrived = self._arrived
                 if arrived is not None:  # the consumer waits: woken once, then forgotten
@@ -122,16 +181,42 @@ class EventStream:
                 if len(buffer) >= size:
                     self._room = loop.create_future()
                     await self._room
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - handed to the consumer, raised there
-            self._error = exc
         finally:
-            self._ended = True
-            _wake(self._arrived)
-            closer = getattr(self._frames, "aclose", None)
+            closer = getattr(frames, "aclose", None)
             if closer is not None:
                 await closer()
+
+    async def _produce_run(self, run: AgentStream, framing: Framing) -> None:
+        # The same buffer steps as ``_produce_frames`` (kept inline in both: this loop runs
+        # once per chunk of every stream).
+        buffer, size = self._buffer, self._size
+        loop = self._loop
+        assert loop is not None  # first() sets it before the task starts
+        frame = framing.frame
+        sent = False
+        try:
+            async for chunk in run:
+                if not sent and isinstance(chunk, ErrorChunk):
+                    await run.result()  # a run that failed before it started: raises why
+                data = frame(chunk)
+                if not data:
+                    continue
+                sent = True
+                buffer.append(data)
+                arrived = self._arrived
+                if arrived is not None:  # the consumer waits: woken once, then forgotten
+                    self._arrived = None
+                    _wake(arrived)
+                if len(buffer) >= size:
+                    self._room = loop.create_future()
+                    await self._room
+        except StreamkitError as exc:
+            if not sent:
+                raise
+            buffer.append(framing.failed(exc))
+        finally:
+            await run.aclose()
+        buffer.append(framing.end())
 
     async def first(self) -> bytes:
         """Start producing; the first frame.
