@@ -72,3 +72,18 @@ async def test_an_output_result_edit_shows_in_finish_and_not_in_the_step_finish(
     assert "IT HAS SHIPPED." in texts(finish.payload.messages)
     assert "It has shipped." in texts(step.payload.messages)
     assert "IT HAS SHIPPED." not in texts(step.payload.messages)
+
+
+async def test_a_step_without_response_metadata_gets_a_fresh_id_and_a_millisecond_time() -> None:
+    import re
+
+    ids = set()
+    for _ in range(3):
+        step, finish, _ = await _ends(Agent(id="a", model=_model(), tools=[lookup]))
+        meta = step.payload.metadata
+        assert re.fullmatch(r"resp-[0-9a-f]{24}", meta["id"]), meta["id"]
+        # JavaScript's toISOString: three fractional digits, Z.
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", meta["timestamp"])
+        assert finish.payload.metadata["id"] == meta["id"]
+        ids.add(meta["id"])
+    assert len(ids) == 3

@@ -17,12 +17,12 @@ response so far (Mastra's first step shows an empty ``tool`` message there), and
 
 from __future__ import annotations
 
-import uuid
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from msgspec import UNSET
 
+from .._message_model import _new_id, _now
 from .._tool_records import StepToolCall
 from ..chunks import (
     FinishPayload,
@@ -74,8 +74,12 @@ def response_metadata(model: object, held: ResponseMetadata | None) -> dict[str,
     if isinstance(stamp, datetime):
         stamp = format_timestamp(stamp)
     elif not isinstance(stamp, str):
-        stamp = format_timestamp(datetime.now(UTC))
-    return {"id": rid or f"resp-{uuid.uuid4().hex[:24]}", "timestamp": stamp, "modelId": mid,
+        # Now, in whole milliseconds as JavaScript writes it (``datetime.now()`` wrote six
+        # fractional digits); the id from the same pool of random bytes as message ids (a
+        # ``uuid4()`` was a system call per step).
+        stamp = format_timestamp(_now())
+    return {"id": rid or f"resp-{_new_id().replace('-', '')[:24]}", "timestamp": stamp,
+            "modelId": mid,
             "modelMetadata": {"modelId": model_id, "modelVersion": MODEL_VERSION,
                               "modelProvider": str(getattr(model, "provider", "unknown"))},
             "request": {}}
