@@ -87,8 +87,9 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 def _now() -> datetime:
     # JavaScript dates have millisecond precision; staying there keeps timestamps exact on the
-    # wire. (Whole milliseconds since the epoch added to it: ~0.6 µs, ``now().replace()`` ~0.9.)
-    return _EPOCH + timedelta(milliseconds=time.time_ns() // 1_000_000)
+    # wire. (The epoch plus whole milliseconds, as a product of one millisecond: ~0.34 µs;
+    # ``timedelta(milliseconds=...)`` ~0.6, ``now().replace()`` ~0.9.)
+    return _EPOCH + _MS * (time.time_ns() // 1_000_000)
 
 
 def _now_ms() -> int:
@@ -508,9 +509,12 @@ def format_timestamp(value: datetime) -> str:
 
     Millisecond precision when that is exact, microseconds otherwise (nothing is lost).
     """
-    value = value.astimezone(_UTC)  # a naive datetime is taken as local time
-    spec = "milliseconds" if value.microsecond % 1000 == 0 else "microseconds"
-    return value.replace(tzinfo=None).isoformat(timespec=spec) + "Z"
+    if value.tzinfo is not _UTC:
+        value = value.astimezone(_UTC)  # a naive datetime is taken as local time
+    if value.microsecond % 1000:
+        return value.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+    # In UTC, isoformat ends with "+00:00": cut, not replace(tzinfo=None) (~1.2 vs ~1.5 µs).
+    return value.isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 class _MessageWire(msgspec.Struct, rename="camel", kw_only=True):

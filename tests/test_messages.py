@@ -12,6 +12,8 @@ from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from streamkit.errors import MessageError, ProcessorError
 from streamkit.messages import (
@@ -971,3 +973,22 @@ def test_all_is_honest() -> None:
     public = {n for n in vars(module) if not n.startswith("_")
               and getattr(getattr(module, n), "__module__", "").startswith("streamkit")}
     assert public <= set(module.__all__) | {"MessageError", "TYPE_CHECKING"}
+
+
+@given(st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30),
+                    timezones=st.one_of(st.none(), st.just(UTC), st.timezones())))
+def test_format_timestamp_is_the_utc_iso_form_whatever_the_zone(value: datetime) -> None:
+    # The rule written plainly; format_timestamp takes a faster path for UTC times.
+    utc = value.astimezone(UTC)
+    spec = "milliseconds" if utc.microsecond % 1000 == 0 else "microseconds"
+    assert format_timestamp(value) == utc.replace(tzinfo=None).isoformat(timespec=spec) + "Z"
+
+
+def test_now_is_aware_utc_in_whole_milliseconds() -> None:
+    from streamkit._message_model import _now
+
+    before = datetime.now(UTC)
+    now = _now()
+    after = datetime.now(UTC)
+    assert now.tzinfo is UTC and now.microsecond % 1000 == 0
+    assert before - timedelta(milliseconds=1) < now <= after  # the clock, floored to a ms
