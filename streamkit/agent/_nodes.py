@@ -280,6 +280,9 @@ async def process_output_stream(run: Run) -> Stream[Literal[LoopNode.COLLECT]]:
         elif chunk.__class__ is ResponseMetadata:  # the step-end payloads' ``metadata``
             step.response_metadata = chunk
 
+    if not run.config.output_specs and not isinstance(source, (list, tuple)):
+        # No output processors: ``Run.events`` iterates the model's stream itself (``Stream``).
+        return Stream(source, then=node.COLLECT, hold=hold, held=_HELD)
     return Stream(run.chain.drive(source, pending=run.outbox.live, held=_HELD, on_held=hold,
                                   on_close=run.close_source), then=node.COLLECT)
 

@@ -23,7 +23,7 @@ chunk and ``result.error`` use.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Generic, TypeVar
@@ -44,7 +44,7 @@ from ..messages import (
     SystemSnapshot,
     ToolInvocationPart,
 )
-from ..processors._chain import StreamChain
+from ..processors._chain import CHUNK_CLASSES, StreamChain, not_chunk
 from ..processors._runtime import RequestRuntime, Writer
 from ..tracing._settings import run_tracer
 from ..tripwire import TripWire
@@ -65,10 +65,18 @@ Then = TypeVar("Then", bound=LoopNode, covariant=True)
 
 @dataclass(frozen=True, slots=True)
 class Stream(Generic[Then]):
-    """What a streaming node hands over: ``chunks`` to deliver as they come, then ``then``."""
+    """What a streaming node hands over: ``chunks`` to deliver as they come, then ``then``.
 
-    chunks: AsyncGenerator[Chunk, None]
+    ``hold`` set: ``chunks`` is the model's own stream, iterated by ``Run.events`` directly
+    (a run with no output processors has no chain to drive it through): the chunks of the
+    ``held`` classes go to ``hold`` instead of the consumer, anything that is not a chunk is an
+    ``InvalidType``, and the model's stream is closed through ``Run.close_source`` — what the
+    chain's ``drive`` does, without its generator as a second layer per chunk."""
+
+    chunks: AsyncIterator[Chunk]
     then: Then
+    hold: Callable[[Chunk], None] | None = None
+    held: frozenset[type] = frozenset()
 
 
 NodeResult = LoopNode | Stream[LoopNode]
@@ -223,6 +231,7 @@ class Run:
                             self.deliver(chunk)
                             yield chunk
                         stream = handed.chunks
+                        hold, held = handed.hold, handed.held
                         rec = st.step.recorder if st.step is not None else None
                         if rec is None:  # every stream runs in a recorded step; keep it simple
                             rec = StepRecorder(keep_chunks=False)
@@ -248,12 +257,21 @@ class Run:
                                         yield ObjectChunk(object=partial.snapshot(),
                                                           run_id=self.run_id, from_="AGENT")
                                 else:
+                                    if hold is not None:  # the model's own stream (``Stream``)
+                                        if chunk.__class__ in held:
+                                            hold(chunk)
+                                            continue
+                                        if chunk.__class__ not in CHUNK_CLASSES:
+                                            not_chunk(chunk)
                                     self.deliver(chunk)
                                 yield chunk
                         finally:
                             # ``async for`` does not close what it iterates when our consumer
                             # stops early; close it so the model's stream is closed too.
-                            await stream.aclose()
+                            if hold is None:
+                                await stream.aclose()  # type: ignore[attr-defined]
+                            else:
+                                await self.close_source()
                         nxt = handed.then
                     else:
                         nxt = handed  # type: ignore[assignment]
