@@ -99,3 +99,53 @@ async def test_a_model_finish_never_reaches_the_consumer_even_mid_stream(
     chunks = [c async for c in Agent(id="a", model=model,
                                      output_processors=processors).stream("hi")]
     assert [c.type for c in chunks].count("finish") == 1
+
+
+@WAYS
+async def test_each_steps_model_stream_is_closed_before_the_next_step_opens_one(
+        processors: list[Processor]) -> None:
+    from streamkit import tool
+    from streamkit.testing import tool_call
+
+    @tool
+    def lookup(order: str) -> str:
+        """Looks an order up."""
+        return "shipped"
+
+    log: list[str] = []
+    inner = ScriptedModel([[tool_call("lookup", {"order": "A1"})], text("It has shipped.")])
+
+    class Logged:
+        provider = "logged"
+        model_id = "logged"
+
+        async def stream(self, request: Any) -> AsyncIterator[Any]:
+            step = request.step_number
+            log.append(f"open {step}")
+            try:
+                async for chunk in inner.stream(request):
+                    yield chunk
+                log.append(f"drained {step}")
+                # A provider stream that keeps its connection until closed: after its finish,
+                # it waits to be closed, as an HTTP stream does.
+            finally:
+                log.append(f"close {step}")
+
+    result = await Agent(id="a", model=Logged(), tools=[lookup],
+                         output_processors=processors).generate("where is A1?")
+    assert result.text == "It has shipped."
+    assert log == ["open 0", "drained 0", "close 0", "open 1", "drained 1", "close 1"]
+
+
+@WAYS
+async def test_a_failed_models_stream_is_closed_before_the_run_reports_the_error(
+        processors: list[Processor]) -> None:
+    from streamkit.chunks import ErrorChunk
+
+    model = _Closing([*(await _scripted("a b"))[:2], {"not": "a chunk"}])
+    stream = Agent(id="a", model=model, output_processors=processors).stream("hi")
+    closed_at_error = None
+    async for chunk in stream:
+        if isinstance(chunk, ErrorChunk):
+            closed_at_error = model.closed
+    assert closed_at_error == 1
