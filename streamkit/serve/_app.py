@@ -35,7 +35,7 @@ from starlette.routing import Mount, Route
 from starlette.types import Receive, Scope, Send
 
 from ..agent import Agent
-from ..chunks import Chunk
+from ..chunks import Chunk, TextDelta
 from ..errors import InvalidArgument, InvalidType, StreamkitError
 from ..memory import Memory
 from ..validate import int_at_least, seconds
@@ -87,6 +87,16 @@ class UIFraming:
         self._convert = self._ui.convert
 
     def frame(self, chunk: Chunk, /) -> bytes:
+        if chunk.__class__ is TextDelta:
+            # ``UIMessageStream.convert``'s text-delta rule, written here as bytes: no list and
+            # dict per delta (~0.17 vs ~0.38 µs; tests/serve/test_ui_framing.py holds the two
+            # to the same output).
+            payload = chunk.payload
+            try:
+                return b'data: {"type":"text-delta","id":%b,"delta":%b}\n\n' % (
+                    _encode(payload.id), _encode(payload.text))
+            except _UNENCODABLE:
+                pass  # the general path below raises the typed error
         parts = self._convert(chunk)
         if not parts:
             return b""
