@@ -238,8 +238,8 @@ class RequestLimits:
             await _refuse(send, 413, _too_large(limits))
             return
         try:
-            async with asyncio.timeout(limits.body_timeout):
-                first = await _read_body(receive, limits.max_body_bytes)
+            first = await _read_body_within(receive, limits.max_body_bytes,
+                                            limits.body_timeout)
         except _TooLarge:
             await _refuse(send, 413, _too_large(limits))
             return
@@ -270,6 +270,40 @@ class RequestLimits:
 
 def _too_large(limits: Limits) -> str:
     return f"Request body too large: the limit is {limits.max_body_bytes} bytes"
+
+
+async def _read_body_within(receive: Receive, limit: int, seconds: float) -> Message:
+    """``_read_body`` with a deadline: ``TimeoutError`` when the body is not in after
+    ``seconds``.
+
+    What ``asyncio.timeout`` does, minus what a request cannot need (rescheduling, nesting):
+    one timer that cancels this task, and the cancellation turned into ``TimeoutError`` only
+    when the timer caused it (``uncancel`` back to the count it found, as ``asyncio.timeout``
+    does, so a cancellation from outside still cancels). Measured: ``asyncio.timeout`` was ~4 %
+    of a served request's samples — on CPython 3.11 each of its three running-loop lookups is
+    a ``getpid()`` system call; this makes one.
+    """
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task(loop)
+    if task is None:  # not inside a task (no ASGI server calls an app so): no deadline to set
+        return await _read_body(receive, limit)
+    cancelling = task.cancelling()
+    fired = False
+
+    def expire() -> None:
+        nonlocal fired
+        fired = True
+        task.cancel()
+
+    timer = loop.call_at(loop.time() + seconds, expire)
+    try:
+        return await _read_body(receive, limit)
+    except asyncio.CancelledError:
+        if fired and task.uncancel() <= cancelling:
+            raise TimeoutError from None
+        raise
+    finally:
+        timer.cancel()
 
 
 async def _read_body(receive: Receive, limit: int) -> Message:
