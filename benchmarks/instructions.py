@@ -198,6 +198,12 @@ for _detail in (False, True):
             f"        def on_event(self, event): self.n += 1\n"
             f'    async for _ in agent.stream("hi", observers=[Seen()]):')
 
+#: The served request with 200 text deltas (``serve_agent``'s ``SK_DELTAS``): the serving
+#: layer's per-chunk path (framing, the producer, batching) beside the fixed one above.
+_WORKLOADS["served 200-delta request"] = (
+    'import os\nos.environ["SK_DELTAS"] = "200"\n' + _WORKLOADS["served request"])
+
+
 #: (workload, processors, small, large, unit): the figure is (large - small) / (large - small size)
 ROWS = [
     ("ops.apply", 0, 0, 20_000, "chunk"),
@@ -210,6 +216,8 @@ ROWS = [
     ("100-chunk requests", 3, 0, 200, "request"),
     ("served request", 0, 0, 200, "request"),
     ("served request", 1, 0, 200, "request"),
+    ("served 200-delta request", 0, 0, 50, "request"),
+    ("served 200-delta request", 1, 0, 50, "request"),
     *((f"agent.stream · {state}", 3, 1, 10_001, "chunk") for state in _OTEL_STATES),
     *((f"requests · {state}", 3, 0, 200, "request") for state in _OTEL_STATES),
     # Mastra's scenarios, and the pieces of a d0 request: the mock model's own cost per chunk
