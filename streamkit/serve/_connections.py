@@ -388,15 +388,18 @@ class GuardedHttpToolsProtocol(_Guard, HttpToolsProtocol):
         if counting:
             self._head_bytes += len(data)
         super().data_received(data)
-        if self._in_head and self._head_bytes > self._limits.max_header_bytes \
-                and not self.transport.is_closing():
-            self.send_400_response("Request head too large")  # h11's answer, then closed
+        if self._in_head:
+            if self._head_bytes > self._limits.max_header_bytes \
+                    and not self.transport.is_closing():
+                self.send_400_response("Request head too large")  # h11's answer, then closed
+            elif self._head_timer is None and not self.transport.is_closing():
+                # A head begun in these bytes and not finished in them: its deadline starts
+                # (a head that comes whole in one read, the usual case, never sets a timer).
+                self._arm_head_timer()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._in_head = True
-        if self._head_timer is None and not self.transport.is_closing():
-            self._arm_head_timer()
 
     def on_headers_complete(self) -> None:
         self._in_head = False

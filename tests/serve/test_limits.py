@@ -438,6 +438,40 @@ async def test_headers_that_never_finish_are_cut_off(http: str) -> None:
 
 
 @PROTOCOLS
+async def test_a_second_head_on_a_kept_alive_connection_that_never_finishes_is_cut_off(
+        http: str) -> None:
+    # The header deadline of every request on a connection, not only of its first.
+    app = create_app(echo_agent(), limits=Limits(header_timeout=1))
+    async with guarded(app, http=http) as url:
+        host, port = url.removeprefix("http://").split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        try:
+            writer.write(b"GET /api/agents HTTP/1.1\r\nhost: x\r\n\r\n")
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), WAIT)
+            assert head.startswith(b"HTTP/1.1 200")
+            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length")))
+            await asyncio.wait_for(reader.readexactly(length), WAIT)
+            writer.write(b"GET /api/agents HTTP/1.1\r\n")
+
+            async def trickle() -> None:  # one header line at a time, forever
+                for i in range(10_000):
+                    writer.write(f"x-{i}: v\r\n".encode())
+                    await writer.drain()
+                    await asyncio.sleep(0.2)  # pacing the attacker, not measuring anything
+
+            trickling = asyncio.create_task(trickle())
+            try:
+                assert await asyncio.wait_for(reader.read(), WAIT) == b""  # closed by the server
+            finally:
+                trickling.cancel()
+                with contextlib.suppress(asyncio.CancelledError, OSError):
+                    await trickling
+        finally:
+            writer.close()
+
+
+@PROTOCOLS
 @pytest.mark.parametrize("route", ROUTES)
 async def test_a_client_that_stops_reading_is_dropped_and_its_run_cancelled(
         route: str, memory: Memory, http: str) -> None:
