@@ -81,3 +81,18 @@ def test_data_mistakes_are_reported_where_marked_and_nowhere_else(tmp_path: Path
     marked = {number for number, _ in expected}
     stray = sorted((number, code) for number, code in found if number not in marked)
     assert not stray, f"mypy reported lines that are right: {stray}"
+
+
+def test_ops_take_functions_typed_on_one_chunk_class(tmp_path: Path) -> None:
+    """``ops.map(up, types="text-delta")`` with ``def up(c: TextDelta) -> TextDelta`` (sync or
+    async) type-checks; a function on ``str``, or returning what the operator does not take, is
+    an error (issue 32: users' callables were ``Callable[[Any], Any]``)."""
+    program = PROGRAMS / "ops_program.py"
+    expected, found = marked_and_found(program, tmp_path)
+    assert len(expected) == 7
+    assert expected <= found, f"mypy missed {sorted(expected - found)}; it said {sorted(found)}"
+    marked = {number for number, _ in expected}
+    stray = sorted((number, code) for number, code in found if number not in marked)
+    assert not stray, f"mypy reported lines that are right: {stray}"
+    namespace = runpy.run_path(str(program))
+    assert asyncio.run(namespace["main"]()) == ["HI", "HI"]
