@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Iterable
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import reactivex
 from aiostream import stream as aiostream_stream
@@ -34,6 +34,12 @@ __all__ = ["apply", "AppliedStream", "fused_source", "to_observable", "from_obse
 T = TypeVar("T")
 
 # --------------------------------------------------------------------------- standalone runs
+
+
+class _Indexed(Protocol):
+    """A processor as ``apply`` numbers it (one without the attribute is skipped)."""
+
+    processor_index: int | None
 
 
 async def _aiter_source(source: AsyncIterable[T] | Iterable[T] | Observable[T]
@@ -78,7 +84,7 @@ class AppliedStream:
         self.specs = [register(p) for p in flatten_processors(pipeline)]
         for i, p in enumerate(flatten_processors(pipeline)):
             try:
-                p.processor_index = i
+                cast(_Indexed, p).processor_index = i
             except AttributeError:
                 pass
         self._pending: list[Chunk] = []
