@@ -96,3 +96,14 @@ def test_ops_take_functions_typed_on_one_chunk_class(tmp_path: Path) -> None:
     assert not stray, f"mypy reported lines that are right: {stray}"
     namespace = runpy.run_path(str(program))
     assert asyncio.run(namespace["main"]()) == ["HI", "HI"]
+
+
+def test_message_list_input_and_ui_dicts_are_typed(tmp_path: Path) -> None:
+    """``MessageList.add`` takes messages, strs and dicts (not any object), and ``ui()`` gives
+    ``UIMessage`` dicts whose keys mypy knows (issue 32: both were ``Any``)."""
+    expected, found = marked_and_found(PROGRAMS / "messages_program.py", tmp_path)
+    assert len(expected) == 4
+    assert expected <= found, f"mypy missed {sorted(expected - found)}; it said {sorted(found)}"
+    marked = {number for number, _ in expected}
+    stray = sorted((number, code) for number, code in found if number not in marked)
+    assert not stray, f"mypy reported lines that are right: {stray}"
