@@ -50,7 +50,7 @@ from ._deadline import DEFAULT_DEADLINE
 from ._isolate import process_rows
 from ._ray import check_output, ray_replay
 from ._report import ProcessorReport, ReplayReport
-from ._run import load_pipeline, pipeline_payload, processor_ids, replay_rows
+from ._run import ReplayRow, load_pipeline, pipeline_payload, processor_ids, replay_rows
 from ._sources import RecordedStream, _run_async, read_streams
 
 __all__ = ["replay"]
@@ -112,7 +112,7 @@ def _ray_started(target: object) -> tuple[Any, bool]:
 
 def replay(sources: Iterable[object] | str, pipeline: object, *, ray: object = None,
            processes: int | None = None, batch_size: int = 200,
-           on_stream: Callable[[dict[str, Any]], object] | None = None,
+           on_stream: Callable[[ReplayRow], object] | None = None,
            progress: bool = False, progress_stream: TextIO | None = None,
            deadline: float | None = DEFAULT_DEADLINE, output: str | Path | None = None,
            output_format: str = "json") -> ReplayReport:
@@ -191,7 +191,7 @@ def replay(sources: Iterable[object] | str, pipeline: object, *, ray: object = N
     batches = _batches(streams, batch_size)
     workers = min(processes or os.cpu_count() or 1, max(1, len(batches)))
     if not batches:
-        results: Iterator[list[dict[str, Any]]] = iter(())
+        results: Iterator[list[ReplayRow]] = iter(())
     elif processes == 1:
         workers = 1
         results = (replay_rows(resolved, batch, deadline, _run_async) for batch in batches)

@@ -65,7 +65,7 @@ from streamkit.errors import InvalidArgument, StreamkitError
 
 from ._isolate import StreamWorker
 from ._report import ReplayReport
-from ._run import COUNTS
+from ._run import COUNTS, ReplayRow
 from ._sources import (
     SUFFIXES,
     RecordedStream,
@@ -106,10 +106,10 @@ def row_schema(processor_ids: Iterable[str]) -> Any:
         ("processors", pa.struct([(pid, counts) for pid in dict.fromkeys(processor_ids)]))])
 
 
-def rows_of(table: Any) -> list[dict[str, Any]]:
+def rows_of(table: Any) -> list[ReplayRow]:
     """The rows of an Arrow table of rows, as ``_run.replay_stream`` returned them (a
     processor a failed stream never reached is absent, not null)."""
-    rows: list[dict[str, Any]] = table.to_pylist()
+    rows: list[ReplayRow] = table.to_pylist()
     for row in rows:
         row["processors"] = {pid: counts for pid, counts in (row["processors"] or {}).items()
                              if counts is not None}
@@ -260,7 +260,7 @@ def check_output(output: str) -> None:
 def ray_replay(ray: Any, sources: list[Any], payload: tuple[str, Any],
                processor_ids: list[str], report: ReplayReport, *, batch_size: int,
                deadline: float | None, output: str | None, output_format: str,
-               on_stream: Callable[[dict[str, Any]], Any] | None) -> None:
+               on_stream: Callable[[ReplayRow], object] | None) -> None:
     """Run the replay on the Ray instance ``ray`` (initialised, ``ray.data`` imported) and add
     its rows to ``report`` (see the module docstring)."""
     data = ray.data
@@ -283,7 +283,7 @@ def ray_replay(ray: Any, sources: list[Any], payload: tuple[str, Any],
 def _run_plan(data: Any, sources: list[object], payload: tuple[str, object],
               processor_ids: list[str], report: ReplayReport, *, batch_size: int,
               deadline: float | None, output: str | None, output_format: str,
-              on_stream: Callable[[dict[str, object]], object] | None, cpus: int,
+              on_stream: Callable[[ReplayRow], object] | None, cpus: int,
               exceptions: Any) -> None:
     pa = _arrow()
     retries = {"max_retries": RAY_RETRIES}
