@@ -272,6 +272,8 @@ async def process_output_stream(run: Run) -> Stream[Literal[LoopNode.COLLECT]]:
              Origin.STEP)
     step.streamed = True
     source = step.replay if step.replay is not None else step.source
+    if source is None:
+        raise StreamkitError("streamkit bug: a step streamed before its model was called")
     if run.runtime.probe is not None:  # an observer wants each model chunk (``events``)
         source = run.runtime.probe.model(source, st.step_number)
         if step.replay is None:
