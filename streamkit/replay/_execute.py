@@ -41,7 +41,8 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from types import ModuleType
+from typing import TextIO
 
 from streamkit.errors import InvalidArgument, InvalidType, StreamkitError
 from streamkit.validate import int_at_least, optional_int_at_least, optional_seconds
@@ -87,7 +88,7 @@ def _batches(streams: list[RecordedStream], size: int) -> list[list[RecordedStre
     return [streams[i:i + size] for i in range(0, len(streams), size)]
 
 
-def _ray_started(target: object) -> tuple[Any, bool]:
+def _ray_started(target: object) -> tuple[ModuleType, bool]:
     """Ray, initialised: ``(ray, started)`` — whether this replay started it (and must shut it
     down)."""
     # Ray takes seconds to import and is an optional extra: only a Ray replay loads it.

@@ -40,7 +40,7 @@ from collections.abc import Iterator
 from multiprocessing import get_context
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, TypeAlias
 
 from streamkit.errors import StreamkitError
 
@@ -215,7 +215,7 @@ class StreamWorker:
             return ("late", None)
         try:
             if conn.poll():  # rows sent just before the child died come first
-                got: tuple[str, Any] = conn.recv()
+                got: tuple[str, object] = conn.recv()
                 return got
         except (EOFError, OSError):
             pass
@@ -320,6 +320,11 @@ class StreamWorker:
         self.stop()
 
 
+#: What a driver thread reports: a batch's rows, the error that stopped it, or that it is done.
+_Report: TypeAlias = ("tuple[Literal['rows'], list[ReplayRow]] "
+                      "| tuple[Literal['error'], BaseException] | tuple[Literal['done'], None]")
+
+
 def process_rows(payload: tuple[str, object], batches: list[list[RecordedStream]], workers: int,
                  deadline: float | None) -> Iterator[list[ReplayRow]]:
     """Replay ``batches`` on ``workers`` ``StreamWorker``s; each batch's rows as it ends.
@@ -331,11 +336,11 @@ def process_rows(payload: tuple[str, object], batches: list[list[RecordedStream]
     todo: queue.SimpleQueue[list[RecordedStream]] = queue.SimpleQueue()
     for batch in batches:
         todo.put(batch)
-    results: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=workers * 2)
+    results: queue.Queue[_Report] = queue.Queue(maxsize=workers * 2)
     stopping = threading.Event()
     pool = [StreamWorker(payload, deadline) for _ in range(workers)]
 
-    def put(item: tuple[str, object]) -> None:
+    def put(item: _Report) -> None:
         while not stopping.is_set():
             try:
                 results.put(item, timeout=0.2)
@@ -367,15 +372,16 @@ def process_rows(payload: tuple[str, object], batches: list[list[RecordedStream]
     try:
         while finished < len(threads):
             try:
-                kind, value = results.get(timeout=0.5)
+                report = results.get(timeout=0.5)
             except queue.Empty:
                 continue
-            if kind == "rows":
-                yield value
-            elif kind == "error":
-                raise value
-            else:
-                finished += 1
+            match report:
+                case ("rows", rows):
+                    yield rows
+                case ("error", error):
+                    raise error
+                case _:
+                    finished += 1
     finally:
         stopping.set()
         for worker in pool:
