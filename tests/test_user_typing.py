@@ -107,3 +107,15 @@ def test_message_list_input_and_ui_dicts_are_typed(tmp_path: Path) -> None:
     marked = {number for number, _ in expected}
     stray = sorted((number, code) for number, code in found if number not in marked)
     assert not stray, f"mypy reported lines that are right: {stray}"
+
+
+def test_records_users_read_back_are_typed(tmp_path: Path) -> None:
+    """``EventLog.of(cls)`` is a list of ``cls``, a replay row is a ``ReplayRow``,
+    ``display.live`` of an agent stream is its ``AgentResult``, and a scripted step is one of the
+    scripted parts (issue 32: all four were ``Any``)."""
+    expected, found = marked_and_found(PROGRAMS / "records_program.py", tmp_path)
+    assert len(expected) == 3
+    assert expected <= found, f"mypy missed {sorted(expected - found)}; it said {sorted(found)}"
+    marked = {number for number, _ in expected}
+    stray = sorted((number, code) for number, code in found if number not in marked)
+    assert not stray, f"mypy reported lines that are right: {stray}"
