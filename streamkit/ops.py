@@ -161,15 +161,17 @@ class map(_Operator):  # noqa: A001 - the operator vocabulary users expect (ops.
     """Transform each chunk with ``fn(chunk) -> chunk`` (return ``None`` to drop it).
 
     ``types`` restricts it to chunks of those wire types; ``data=True`` lets ``data-*`` chunks in.
+    ``fn`` may be typed on the one chunk class ``types`` lets through (``def up(c: TextDelta)``):
+    a type checker accepts it, and rejects a function that takes no chunk or returns no chunk.
 
     Marble::
 
         --a--b--c--|   map(upper)   --A--B--C--|
 
     Example:
-        >>> shout = ops.map(lambda c: msgspec.structs.replace(
-        ...     c, payload=msgspec.structs.replace(c.payload, text=c.payload.text.upper())),
-        ...     types="text-delta")
+        >>> def upper(c: TextDelta) -> TextDelta:
+        ...     return ops.with_text(c, c.payload.text.upper())
+        >>> shout = ops.map(upper, types="text-delta")
     """
 
     kind = "map"
