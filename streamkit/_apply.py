@@ -10,31 +10,44 @@ themselves live there. reactivex and aiostream are used only at these edges, nev
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterable
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Iterable
+from typing import Any, Protocol, TypeVar, cast
 
 import reactivex
 from aiostream import stream as aiostream_stream
 from msgspec import UNSET
+from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
 from .chunks import Chunk, TripwireChunk
 from .errors import InvalidType
 from .processors._base import flatten_processors
 from .processors._chain import StreamChain
-from .processors._runtime import RequestRuntime, Writer
+from .processors._runtime import RequestRuntime, TraceRecord, Writer
 from .processors._spec import register
 from .tripwire import TripWire
 
 __all__ = ["apply", "AppliedStream", "fused_source", "to_observable", "from_observable", "merge"]
 
 
+#: An item of a source (a chunk, for ``apply``).
+T = TypeVar("T")
+
 # --------------------------------------------------------------------------- standalone runs
 
 
-async def _aiter_source(source: object) -> AsyncIterator[Any]:
+class _Indexed(Protocol):
+    """A processor as ``apply`` numbers it (one without the attribute is skipped)."""
+
+    processor_index: int | None
+
+
+async def _aiter_source(source: AsyncIterable[T] | Iterable[T] | Observable[T]
+                        ) -> AsyncIterator[T]:
+    # Duck-typed as before (an object with ``__aiter__``, an Observable-like with ``subscribe``
+    # and ``pipe``); the casts say which member of the union each test found.
     if hasattr(source, "__aiter__"):
-        iterator = source.__aiter__()
+        iterator = cast("AsyncIterable[T]", source).__aiter__()
         try:
             async for item in iterator:
                 yield item
@@ -44,7 +57,7 @@ async def _aiter_source(source: object) -> AsyncIterator[Any]:
             if closer is not None:
                 await closer()
     elif hasattr(source, "subscribe") and hasattr(source, "pipe"):
-        async for item in from_observable(source):
+        async for item in from_observable(cast("Observable[T]", source)):
             yield item
     elif isinstance(source, Iterable):
         for item in source:
@@ -71,10 +84,10 @@ class AppliedStream:
         self.specs = [register(p) for p in flatten_processors(pipeline)]
         for i, p in enumerate(flatten_processors(pipeline)):
             try:
-                p.processor_index = i
+                cast(_Indexed, p).processor_index = i
             except AttributeError:
                 pass
-        self._pending: list[Any] = []
+        self._pending: list[Chunk] = []
         self.writer = Writer(self._pending.append)
         self.chain = StreamChain(self.specs, self.runtime, writer=self.writer)
         self.tripwire: TripWire | None = None
@@ -82,10 +95,11 @@ class AppliedStream:
         self._gen: AsyncGenerator[Chunk, None] = self._run()
 
     def state(self, processor_id: str) -> dict[str, Any]:
+        # Any: the values are the processor's own, read back by the user who knows them.
         return self.runtime.state(processor_id)
 
     @property
-    def trace(self) -> list[Any]:
+    def trace(self) -> list[TraceRecord]:
         return self.runtime.trace
 
     def __aiter__(self) -> AsyncIterator[Chunk]:
@@ -101,7 +115,7 @@ class AppliedStream:
         """The run's generator: the chain's one driving loop over the source."""
         src = self._source
         if not isinstance(src, (list, tuple)):
-            src = _aiter_source(src)
+            src = _aiter_source(cast("AsyncIterable[Chunk] | Iterable[Chunk]", src))
         return self.chain.drive(src, pending=self._pending, on_trip=self._on_trip,
                                 on_close=lambda: self._on_close(src))
 
@@ -180,14 +194,16 @@ def fused_source(pipeline: object, *, timed: bool = False) -> str:
 # --------------------------------------------------------------------------- reactivex bridges
 
 
-def to_observable(source: Any, *, loop: asyncio.AbstractEventLoop | None = None) -> Any:
+def to_observable(source: AsyncIterable[T], *, loop: asyncio.AbstractEventLoop | None = None
+                  ) -> Observable[T]:
     """An ``Observable`` of the chunks of an async iterable, consumed on the asyncio loop.
 
     Subscribing starts a task on ``loop`` (default: the running loop) that reads the source and
     calls ``on_next`` for each chunk, then ``on_completed`` (or ``on_error``); disposing the
     subscription cancels the task and closes the source. Nothing blocks the event loop.
     """
-    def subscribe(observer: Any, scheduler: Any = None) -> Any:
+    def subscribe(observer: abc.ObserverBase[T], scheduler: abc.SchedulerBase | None = None
+                  ) -> abc.DisposableBase:
         the_loop = loop or asyncio.get_running_loop()
 
         async def pump() -> None:
@@ -198,7 +214,9 @@ def to_observable(source: Any, *, loop: asyncio.AbstractEventLoop | None = None)
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:  # noqa: BLE001 - delivered to the observer
-                observer.on_error(exc)
+                # reactivex types on_error as taking Exception; any error the source raised
+                # (KeyboardInterrupt too) has always been delivered, and still is.
+                observer.on_error(exc)  # type: ignore[arg-type]
                 return
             finally:
                 closer = getattr(iterator, "aclose", None)
@@ -219,7 +237,14 @@ def to_observable(source: Any, *, loop: asyncio.AbstractEventLoop | None = None)
 _DONE = object()
 
 
-async def from_observable(observable: Any) -> AsyncIterator[Any]:
+class _Error:
+    """An Observable's ``on_error``, queued to be raised where it is iterated."""
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+async def from_observable(observable: Observable[T]) -> AsyncIterator[T]:
     """Iterate the items of a reactivex ``Observable`` asynchronously.
 
     Items may be emitted from any thread; they are handed to the loop with
@@ -227,14 +252,10 @@ async def from_observable(observable: Any) -> AsyncIterator[Any]:
     leaving the loop early disposes the subscription.
     """
     loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[Any] = asyncio.Queue()
+    queue: asyncio.Queue[T | _Error | object] = asyncio.Queue()
 
     def put(item: object) -> None:
         loop.call_soon_threadsafe(queue.put_nowait, item)
-
-    class _Error:
-        def __init__(self, exc: BaseException) -> None:
-            self.exc = exc
 
     subscription = observable.subscribe(on_next=put, on_error=lambda e: put(_Error(e)),
                                         on_completed=lambda: put(_DONE))
@@ -245,12 +266,12 @@ async def from_observable(observable: Any) -> AsyncIterator[Any]:
                 return
             if isinstance(item, _Error):
                 raise item.exc
-            yield item
+            yield cast(T, item)  # neither the end mark nor an error: an item
     finally:
         subscription.dispose()
 
 
-async def merge(*sources: object) -> AsyncIterator[Any]:
+async def merge(*sources: AsyncIterable[T] | Iterable[T] | Observable[T]) -> AsyncIterator[T]:
     """Interleave several chunk sources as their items arrive (aiostream ``merge``); each source
     may be an async iterable, an iterable or an Observable."""
     async with aiostream_stream.merge(*[_aiter_source(s) for s in sources]).stream() as streamer:

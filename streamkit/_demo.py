@@ -35,17 +35,18 @@ import os
 import re
 import sys
 from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO, TypeVar
 
 from ._prompt import PromptMessage, prompt_text
-from .agent import Agent
-from .chunks import ModelChunk, TextDelta, ToolCall, ToolResult, TripwireChunk
+from .agent import Agent, AgentResult
+from .chunks import Chunk, ModelChunk, TextDelta, ToolCall, ToolResult, TripwireChunk
 from .errors import InvalidArgument, ToolError
-from .messages import ToolInvocationPart
-from .models import ModelRequest
-from .processors import Processor
+from .messages import MessageList, ToolInvocationPart
+from .models import Model, ModelRequest
+from .processors import Processor, Writer
 from .testing import FunctionModel, ScriptedModel, reasoning, text, tool_call
 from .tools import Tool, tool
+from .tripwire import Abort
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -75,7 +76,7 @@ def pace_ms(given: float | None = None) -> float:
     Raises:
         InvalidArgument: a pace that is not a number of milliseconds from 0 to 10000.
     """
-    raw: Any = given
+    raw: float | str | None = given
     where = "--pace-ms"
     if raw is None:
         raw, where = os.environ.get(PACE_ENV), PACE_ENV
@@ -90,7 +91,10 @@ def pace_ms(given: float | None = None) -> float:
     return value
 
 
-async def _paced(chunks: AsyncIterator[object], seconds: float) -> AsyncIterator[Any]:
+T = TypeVar("T")
+
+
+async def _paced(chunks: AsyncIterator[T], seconds: float) -> AsyncIterator[T]:
     """``chunks``, each after ``seconds`` (closing this closes ``chunks``)."""
     try:
         async for chunk in chunks:
@@ -104,7 +108,7 @@ async def _paced(chunks: AsyncIterator[object], seconds: float) -> AsyncIterator
 #: The question the demo is built around.
 QUESTION = "Where is my order? I'm customer C-42."
 
-CUSTOMERS = {
+CUSTOMERS: dict[str, dict[str, str | int]] = {
     "C-42": {"customer_id": "C-42", "name": "Ada Lovelace", "email": "ada@example.com",
              "phone": "+44 20 7946 0958", "tier": "gold", "open_tickets": 2,
              "last_order": "ORD-1001 (shipped 2 days ago)"},
@@ -115,7 +119,7 @@ PHONE = re.compile(r"\+?\d[\d ()-]{7,}\d")
 
 
 @tool
-def lookup_customer(customer_id: str, writer: Any = None) -> dict[str, Any]:
+def lookup_customer(customer_id: str, writer: Writer | None = None) -> dict[str, str | int]:
     """Look up a customer record by id (name, contact details, tier, open tickets, last order)."""
     # A client sees progress while the tool runs: one bar (one id), at 50 % then done.
     progress = f"lookup-{customer_id}"
@@ -147,8 +151,9 @@ class RedactToolPII(Processor):
 
     id = "redact-tool-pii"
 
-    def process_tool_result(self, tool_call_id: str, tool_name: str, args: Any, result: Any,
-                            message_list: Any, state: dict[str, Any]) -> None:
+    def process_tool_result(self, tool_call_id: str, tool_name: str, args: object,
+                            result: object, message_list: MessageList,
+                            state: dict[str, int]) -> None:
         clean = _redact(result)
         state["redacted"] = state.get("redacted", 0) + (clean != result)
         message_list.update_tool_invocation(
@@ -160,7 +165,7 @@ class HideReasoning(Processor):
 
     id = "hide-reasoning"
 
-    def process_output_stream(self, part: Any, state: dict[str, Any]) -> Any:
+    def process_output_stream(self, part: Chunk, state: dict[str, int]) -> Chunk | None:
         if part.type.startswith("reasoning"):
             state["dropped"] = state.get("dropped", 0) + 1
             return None
@@ -172,13 +177,15 @@ class WordCounter(Processor):
 
     id = "word-counter"
 
-    def process_output_stream(self, part: Any, state: dict[str, Any]) -> Any:
-        if part.type == "text-delta":
+    def process_output_stream(self, part: Chunk, state: dict[str, int]) -> Chunk:
+        if isinstance(part, TextDelta):
             state["words"] = state.get("words", 0) + len(part.payload.text.split())
         return part
 
-    def process_output_result(self, state: dict[str, Any], result: dict[str, Any]) -> None:
-        state["final_words"] = len(result["text"].split())
+    def process_output_result(self, state: dict[str, int], result: Mapping[str, object]
+                              ) -> None:
+        text = result["text"]  # the run's text (a str); the rest is usage and the like
+        state["final_words"] = len(text.split()) if isinstance(text, str) else 0
 
 
 class _PacedScripted(ScriptedModel):
@@ -186,7 +193,7 @@ class _PacedScripted(ScriptedModel):
 
     pace = 0.0
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         chunks = super().stream(request)
         return _paced(chunks, self.pace) if self.pace else chunks
 
@@ -205,7 +212,7 @@ def scripted_model(pace: float = 0.0) -> ScriptedModel:
     return model
 
 
-def build_agent(model: Any = None, *, pace: float = 0.0) -> Agent:
+def build_agent(model: Model | None = None, *, pace: float = 0.0) -> Agent:
     """The demo's support agent (scripted model unless ``model`` is given; ``pace``: its
     milliseconds before each chunk)."""
     return Agent(
@@ -230,7 +237,7 @@ class MaskEmails(Processor):
     id = "mask-emails"
     redacts = True
 
-    def process_output_stream(self, part: Any) -> Any:
+    def process_output_stream(self, part: Chunk) -> Chunk:
         if isinstance(part, TextDelta) and EMAIL.search(part.payload.text):
             return TextDelta(id=part.payload.id, text=EMAIL.sub("[email]", part.payload.text),
                              run_id=part.run_id, from_=part.from_)
@@ -243,7 +250,7 @@ class NoPromises(Processor):
 
     id = "no-promises"
 
-    def process_output_stream(self, part: Any, abort: Any) -> Any:
+    def process_output_stream(self, part: Chunk, abort: Abort) -> Chunk:
         if isinstance(part, TextDelta) and "guarantee" in part.payload.text.lower():
             abort("the answer promises a guarantee support cannot give", retry=True)
         return part
@@ -255,7 +262,7 @@ class BlockSecrets(Processor):
     id = "block-secrets"
     SECRET = "hunter2"
 
-    def process_output_stream(self, part: Any, abort: Any) -> Any:
+    def process_output_stream(self, part: Chunk, abort: Abort) -> Chunk:
         if isinstance(part, TextDelta) and self.SECRET in part.payload.text:
             abort("the answer would reveal a credential")
         return part
@@ -269,7 +276,7 @@ def make_track_order(pace: float) -> Tool:
     from 0 to 100 %, ``pace`` milliseconds (times 4) between updates."""
 
     @tool
-    async def track_order(order_id: str, writer: Any = None) -> dict[str, Any]:
+    async def track_order(order_id: str, writer: Writer | None = None) -> dict[str, str]:
         """Track a parcel by order id (ORD-...): where it is now."""
         for i, stage in enumerate(PARCEL_STAGES):
             if writer is not None:
@@ -292,7 +299,7 @@ def _answer(prompt: list[PromptMessage]) -> object:
     last = turns[-1] if turns else {"role": "user", "content": ""}
     if last.get("role") == "tool":
         content = last.get("content")
-        outcome: Mapping[str, Any] = content[0] if isinstance(content, list) else {}
+        outcome: Mapping[str, object] = content[0] if isinstance(content, list) else {}
         record = outcome.get("result")
         if outcome.get("toolName") == "track_order" and isinstance(record, dict):
             return text(f"Your parcel {record.get('order_id')} is {record.get('status')}; "
@@ -380,8 +387,8 @@ def _table(rows: list[list[str | int]], headers: list[str]) -> str:
     return "\n".join([fmt.format(*headers), line, *(fmt.format(*map(str, r)) for r in rows)])
 
 
-async def run_demo(model: object = None, *, question: str = QUESTION,
-                   out: TextIO = sys.stdout, pace: float = 0.0) -> Any:
+async def run_demo(model: Model | None = None, *, question: str = QUESTION,
+                   out: TextIO = sys.stdout, pace: float = 0.0) -> AgentResult:
     """Stream the demo agent's answer to ``out``, then print the processor table.
     Returns the ``AgentResult``; raises the error that ended the run, if one did (printed by
     the caller, once). ``pace``: the scripted model's milliseconds before each chunk."""

@@ -9,7 +9,7 @@ without an outcome are dropped); ``to_ui`` into UI dicts. Pure functions; nothin
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import msgspec
 from msgspec import UNSET
@@ -167,7 +167,19 @@ def to_core(messages: Iterable[Message]) -> list[PromptMessage]:
     return result
 
 
-def to_ui(messages: Iterable[Message]) -> list[dict[str, Any]]:
+class UIMessage(TypedDict):
+    """A message in the UI form ``to_ui`` gives."""
+
+    id: str
+    role: str
+    createdAt: str
+    content: str
+    #: The stored parts as camelCase JSON objects (``msgspec.to_builtins``).
+    parts: list[dict[str, object]]
+    metadata: NotRequired[dict[str, object]]
+
+
+def to_ui(messages: Iterable[Message]) -> list[UIMessage]:
     """Messages as UI dicts (AI SDK v4 ``UIMessage``-like).
 
     Each is ``{"id", "role", "createdAt": ISO str, "content": text, "parts": [...]}`` plus
@@ -178,9 +190,9 @@ def to_ui(messages: Iterable[Message]) -> list[dict[str, Any]]:
         >>> to_ui([Message.user("hi", id="m1")])[0]["parts"]
         [{'type': 'text', 'text': 'hi'}]
     """
-    result: list[dict[str, Any]] = []
+    result: list[UIMessage] = []
     for message in messages:
-        item: dict[str, Any] = {
+        item: UIMessage = {
             "id": message.id, "role": message.role,
             "createdAt": format_timestamp(message.created_at), "content": get_text(message),
             "parts": msgspec.to_builtins(message.content.parts),

@@ -12,15 +12,16 @@ import bisect
 import copy
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
 import msgspec
 from msgspec import UNSET
 
-from streamkit._message_formats import to_core, to_ui
+from streamkit._message_formats import UIMessage, to_core, to_ui
 from streamkit._message_model import (
     _MS,
     Message,
+    MessageInput,
     StepStartPart,
     ToolInvocation,
     ToolInvocationPart,
@@ -63,7 +64,7 @@ def _is_sealed(message: Message) -> bool:
     return isinstance(mastra, dict) and mastra.get("sealed") is True
 
 
-def _restore_fields(target: Any, saved: Any) -> None:
+def _restore_fields(target: msgspec.Struct, saved: msgspec.Struct) -> None:
     for name in target.__struct_fields__:
         setattr(target, name, getattr(saved, name))
 
@@ -89,7 +90,7 @@ class MessageView:
         sources = self._list._sources
         return [m for m in self._list._conversation if sources[m.id] in self._sources]
 
-    def ui(self) -> list[dict[str, Any]]:
+    def ui(self) -> list[UIMessage]:
         """UI dicts (see ``to_ui``): ``id``, ``role``, ``createdAt``, ``content``, ``parts``."""
         return to_ui(self.db())
 
@@ -222,7 +223,7 @@ class MessageList:
         ['user', 'assistant', 'tool', 'assistant']
     """
 
-    def __init__(self, messages: object = None, source: Source = "input", *,
+    def __init__(self, messages: MessageInput | None = None, source: Source = "input", *,
                  thread_id: str | None = None, resource_id: str | None = None) -> None:
         """Create a list, optionally adding ``messages`` with ``source`` right away.
 
@@ -261,7 +262,7 @@ class MessageList:
 
     # -- adding and removing -----------------------------------------------------------------
 
-    def add(self, messages: Any, source: Source = "input", *, new_step: bool = False,
+    def add(self, messages: MessageInput, source: Source = "input", *, new_step: bool = False,
             merge: bool = True) -> list[Message]:
         """Add messages from ``source``; returns the stored messages that now hold them.
 
@@ -475,7 +476,7 @@ class MessageList:
 
     # -- system messages ---------------------------------------------------------------------
 
-    def add_system(self, messages: Any, tag: str | None = None) -> list[Message]:
+    def add_system(self, messages: MessageInput, tag: str | None = None) -> list[Message]:
         """Add system messages (text, a system ``Message``/dict, or a list) to a bucket.
 
         ``tag=None`` is the untagged bucket (agent instructions). A message whose text is
@@ -518,7 +519,7 @@ class MessageList:
             result.extend(bucket)
         return result
 
-    def replace_all_system_messages(self, messages: Any) -> None:
+    def replace_all_system_messages(self, messages: MessageInput) -> None:
         """Replace the **untagged** bucket; tagged buckets are kept.
 
         Takes what ``add_system`` takes; as in Mastra, entries whose role is not ``system``
@@ -621,9 +622,10 @@ class MessageList:
 
         if isinstance(result, MessageList):
             raise reject("returned a different MessageList than the one it was given")
-        system: Any = None
+        system: object = None
+        messages: object
         if isinstance(result, (list, tuple)):
-            messages: Any = result
+            messages = result
         elif isinstance(result, Mapping):
             unknown = sorted(str(k) for k in result if k not in _HOOK_RESULT_KEYS)
             if unknown:
@@ -642,10 +644,11 @@ class MessageList:
             raise reject(f"returned a {type(result).__name__}")
         canonical = _source(default_source)
         try:
-            returned = None if messages is None else to_messages(
+            # Both were checked above to be None or a list/tuple.
+            returned = None if not isinstance(messages, (list, tuple)) else to_messages(
                 list(messages), default_role="assistant" if canonical == "response" else "user")
-            system_messages = None if system is None else to_messages(list(system),
-                                                                      default_role="system")
+            system_messages = None if not isinstance(system, (list, tuple)) else to_messages(
+                list(system), default_role="system")
         except MessageError as exc:
             raise reject(f"returned an invalid message ({exc.message})") from exc
         if returned is not None:

@@ -742,9 +742,13 @@ def to_message(value: Message | str | Mapping[str, object], *,
                        "a Message, or a dict with 'role' and 'content'")
 
 
-def to_messages(value: Message | str | Mapping[str, object]
-                | Iterable[Message | str | Mapping[str, object]],
-                *, default_role: str = "user") -> list[Message]:
+#: What ``to_messages`` (and ``MessageList.add``) take: one message or an iterable of them, each
+#: a ``Message``, a str or a dict.
+MessageInput: TypeAlias = (Message | str | Mapping[str, object]
+                           | Iterable[Message | str | Mapping[str, object]])
+
+
+def to_messages(value: MessageInput, *, default_role: str = "user") -> list[Message]:
     """``to_message`` for one value or a list/tuple of values; errors name the bad item.
 
     Example:

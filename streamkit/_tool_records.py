@@ -73,7 +73,7 @@ class StepToolCall(_MappingView, frozen=True):
     def __getitem__(self, key: Literal["tool_call_id", "tool_name"]) -> str: ...
     @overload
     def __getitem__(self, key: Literal["args"]) -> Any: ...
-    def __getitem__(self, key: str) -> Any:
+    def __getitem__(self, key: str) -> object:
         return self._read(key)
 
 
@@ -98,7 +98,7 @@ class StepToolResult(_MappingView, frozen=True):
     def __getitem__(self, key: Literal["is_error"]) -> bool: ...
     @overload
     def __getitem__(self, key: Literal["args", "result"]) -> Any: ...
-    def __getitem__(self, key: str) -> Any:
+    def __getitem__(self, key: str) -> object:
         return self._read(key)
 
 
@@ -108,4 +108,4 @@ class ToolOutcome(msgspec.Struct, frozen=True):
 
     call: StepToolCall
     ok: bool
-    value: Any
+    value: object

@@ -50,7 +50,7 @@ flushed) has ``seq`` ``None``. ``chunk`` events number what the consumer receive
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import msgspec
 
@@ -290,13 +290,16 @@ RunEvent = (RunStarted | Transition | StepStarted | StepFinished | HookCalled | 
             | ChunkOut | RunFinished)
 
 #: Each event's ``type`` tag → its class.
-EVENT_TYPES: dict[str, type[Any]] = {
+EVENT_TYPES: dict[str, type[RunEvent]] = {
     str(cls.__struct_config__.tag): cls
     for cls in (RunStarted, Transition, StepStarted, StepFinished, HookCalled, ToolCalled,
                 ToolReturned, ModelStarted, ModelFinished, ModelProduced, ProcessorAction,
                 ChunkOut, RunFinished)}
 
 _DECODER: msgspec.json.Decoder[RunEvent] = msgspec.json.Decoder(RunEvent)
+
+#: An event class, for ``EventRecorder.of``.
+E = TypeVar("E")
 
 
 def decode_event(data: bytes | str) -> RunEvent:
@@ -346,6 +349,7 @@ class EventLog:
     def on_event(self, event: RunEvent) -> None:
         self.events.append(event)
 
-    def of(self, cls: type[Any]) -> list[Any]:
-        """The events of class ``cls``, in order."""
+    def of(self, cls: type[E]) -> list[E]:
+        """The events of class ``cls``, in order (typed as ``cls``: ``of(ToolCalled)`` is a
+        ``list[ToolCalled]``)."""
         return [e for e in self.events if isinstance(e, cls)]

@@ -24,13 +24,13 @@ import difflib
 import operator
 import re
 import time
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TypedDict, TypeVar, cast
 
 import msgspec
 
 from ._apply import AppliedStream, apply, from_observable, fused_source, merge, to_observable
-from .chunks import CHUNK_TYPES, Chunk, DataChunk, TextDelta
+from .chunks import CHUNK_TYPES, Chunk, DataChunk, ReasoningDelta, TextDelta
 from .errors import InvalidArgument, InvalidType
 from .processors import Pipeline, Processor, TripWire, is_async_callable
 from .validate import is_int, optional_int_at_least, optional_seconds
@@ -44,11 +44,31 @@ __all__ = [
 
 _counter = iter(range(1, 1 << 62))
 
+# Users' functions are typed on the chunk class they handle: ``def up(c: TextDelta) ->
+# TextDelta`` is accepted by ``ops.map(up, types="text-delta")`` because the parameter is a
+# TypeVar bounded by ``Chunk`` (a ``Callable[[Chunk], ...]`` would reject it: parameters are
+# contravariant), while ``def f(s: str)`` is still an error. A result may be plain or awaitable
+# (``async def``): the bounds below say which results an operator accepts.
+C = TypeVar("C", bound=Chunk)
+#: What ``ops.map``'s function returns: a chunk, ``None`` (drop it), or an awaitable of either.
+MapResult = TypeVar("MapResult", bound="Chunk | None | Awaitable[Chunk | None]")
+#: What ``ops.flat_map``'s function returns: chunks, or an awaitable of them.
+FlatResult = TypeVar("FlatResult", bound="Iterable[Chunk] | Awaitable[Iterable[Chunk]]")
+#: ``ops.scan``'s accumulator.
+Acc = TypeVar("Acc")
+#: The chunks ``with_text`` copies: the two whose payload has ``text``.
+Delta = TypeVar("Delta", TextDelta, ReasoningDelta)
+
+#: A stream hook as the runner calls it, the user's function with its chunk type erased (the
+#: ``types=`` gate, not the type checker, is what keeps other chunk classes away from it).
+Hook = Callable[[Chunk], object]
+AsyncHook = Callable[[Chunk], Awaitable[object]]
+
 
 _replace = msgspec.structs.replace
 
 
-def with_text(part: Any, text: str) -> Any:
+def with_text(part: Delta, text: str) -> Delta:
     """A copy of a ``text-delta`` (or ``reasoning-delta``) chunk with new text; the envelope,
     ids, provider metadata and unknown payload keys are kept. ~0.2 µs (no keyword handling).
 
@@ -85,7 +105,7 @@ class _TypeSet:
         self.classes = frozenset(CHUNK_TYPES[t] for t in names if t in CHUNK_TYPES)
         self.data = frozenset(t for t in names if t.startswith("data-"))
 
-    def __contains__(self, part: Any) -> bool:
+    def __contains__(self, part: Chunk) -> bool:
         cls = part.__class__
         return cls in self.classes or (cls is DataChunk and part.type in self.data)
 
@@ -99,7 +119,7 @@ class _Operator(Processor):
 
     kind = "op"
 
-    def __init__(self, fn: Callable[..., Any] | None, *, id: str | None = None,
+    def __init__(self, fn: Callable[..., object] | None, *, id: str | None = None,
                  types: Iterable[str] | str | None = None, data: bool = False) -> None:
         if fn is not None and not callable(fn):
             raise InvalidType(f"ops.{self.kind} expects a function, got {type(fn).__name__}")
@@ -113,41 +133,51 @@ class _Operator(Processor):
         return f"ops.{self.kind}({getattr(self.fn, '__name__', self.fn)!r}, id={self.id!r})"
 
 
-def _gate(types: _TypeSet | None, hook: Callable[..., Any], is_async: bool
-          ) -> Callable[..., Any]:
+def _gate(types: _TypeSet | None, hook: Callable[[C], object], is_async: bool) -> Hook:
     """Restrict ``hook`` to chunks of ``types`` (others pass untouched)."""
+    erased = cast(Hook, hook)  # the gate below is what keeps other chunk classes out
     if types is None:
-        return hook
+        return erased
     classes = types.classes
     if is_async:
-        async def gated_async(part: Chunk) -> Any:
-            return await hook(part) if part.__class__ in classes or part in types else part
+        awaited = cast(AsyncHook, hook)
+
+        async def gated_async(part: Chunk) -> object:
+            return await awaited(part) if part.__class__ in classes or part in types else part
         return gated_async
 
-    def gated(part: Chunk) -> Any:
-        return hook(part) if part.__class__ in classes or part in types else part
+    def gated(part: Chunk) -> object:
+        return erased(part) if part.__class__ in classes or part in types else part
     return gated
+
+
+def _awaiting(fn: Callable[[C], object]) -> AsyncHook:
+    """``fn`` (found to be async when the operator was built) as the awaitable-returning hook it
+    is; its chunk type erased as in ``Hook``."""
+    return cast(AsyncHook, fn)
 
 
 class map(_Operator):  # noqa: A001 - the operator vocabulary users expect (ops.map)
     """Transform each chunk with ``fn(chunk) -> chunk`` (return ``None`` to drop it).
 
     ``types`` restricts it to chunks of those wire types; ``data=True`` lets ``data-*`` chunks in.
+    ``fn`` may be typed on the one chunk class ``types`` lets through (``def up(c: TextDelta)``):
+    a type checker accepts it, and rejects a function that takes no chunk or returns no chunk.
 
     Marble::
 
         --a--b--c--|   map(upper)   --A--B--C--|
 
     Example:
-        >>> shout = ops.map(lambda c: msgspec.structs.replace(
-        ...     c, payload=msgspec.structs.replace(c.payload, text=c.payload.text.upper())),
-        ...     types="text-delta")
+        >>> def upper(c: TextDelta) -> TextDelta:
+        ...     return ops.with_text(c, c.payload.text.upper())
+        >>> shout = ops.map(upper, types="text-delta")
     """
 
     kind = "map"
     stream_params = ("part",)
 
-    def __init__(self, fn: Callable[[Any], Any], *, id: str | None = None,
+    def __init__(self, fn: Callable[[C], MapResult], *, id: str | None = None,
                  types: Iterable[str] | str | None = None, data: bool = False) -> None:
         super().__init__(fn, id=id, types=types, data=data)
         self.process_output_stream = _gate(self.types, fn, self.is_async)
@@ -165,17 +195,21 @@ class filter(_Operator):  # noqa: A001
     stream_params = ("part",)
     _keep_when = True
 
-    def __init__(self, pred: Callable[[Any], Any], *, id: str | None = None,
+    def __init__(self, pred: Callable[[C], object], *, id: str | None = None,
                  types: Iterable[str] | str | None = None, data: bool = False) -> None:
         super().__init__(pred, id=id, types=types, data=data)
         keep = self._keep_when
         if self.is_async:
-            async def hook_async(part: Chunk) -> Any:
-                return part if bool(await pred(part)) is keep else None
-            hook: Callable[..., Any] = hook_async
+            apred = _awaiting(pred)
+
+            async def hook_async(part: Chunk) -> Chunk | None:
+                return part if bool(await apred(part)) is keep else None
+            hook: Callable[[Chunk], object] = hook_async
         else:
-            def hook(part: Chunk) -> Any:
-                return part if bool(pred(part)) is keep else None
+            spred = cast(Hook, pred)
+
+            def hook(part: Chunk) -> Chunk | None:
+                return part if bool(spred(part)) is keep else None
         self.process_output_stream = _gate(self.types, hook, self.is_async)
 
 
@@ -203,7 +237,7 @@ class abort(_Operator):
     kind = "abort"
     stream_params = ("part",)
 
-    def __init__(self, pred: Callable[[Any], Any], reason: str | None = None, *,
+    def __init__(self, pred: Callable[[C], object], reason: str | None = None, *,
                  retry: bool = False, metadata: object = None, id: str | None = None,
                  types: Iterable[str] | str | None = None, data: bool = False) -> None:
         super().__init__(pred, id=id, types=types, data=data)
@@ -213,14 +247,18 @@ class abort(_Operator):
             return TripWire(reason, retry=retry, metadata=metadata, processor_id=pid).fill(pid)
 
         if self.is_async:
-            async def hook_async(part: Chunk) -> Any:
-                if await pred(part):
+            apred = _awaiting(pred)
+
+            async def hook_async(part: Chunk) -> Chunk:
+                if await apred(part):
                     raise trip()
                 return part
-            hook: Callable[..., Any] = hook_async
+            hook: Callable[[Chunk], object] = hook_async
         else:
-            def hook(part: Chunk) -> Any:
-                if pred(part):
+            spred = cast(Hook, pred)
+
+            def hook(part: Chunk) -> Chunk:
+                if spred(part):
                     raise trip()
                 return part
         self.process_output_stream = _gate(self.types, hook, self.is_async)
@@ -237,17 +275,21 @@ class tap(_Operator):
     kind = "tap"
     stream_params = ("part",)
 
-    def __init__(self, fn: Callable[[Any], Any], *, id: str | None = None,
+    def __init__(self, fn: Callable[[C], object], *, id: str | None = None,
                  types: Iterable[str] | str | None = None, data: bool = False) -> None:
         super().__init__(fn, id=id, types=types, data=data)
         if self.is_async:
-            async def hook_async(part: Chunk) -> Any:
-                await fn(part)
+            afn = _awaiting(fn)
+
+            async def hook_async(part: Chunk) -> Chunk:
+                await afn(part)
                 return part
-            hook: Callable[..., Any] = hook_async
+            hook: Callable[[Chunk], object] = hook_async
         else:
-            def hook(part: Chunk) -> Any:
-                fn(part)
+            sfn = cast(Hook, fn)
+
+            def hook(part: Chunk) -> Chunk:
+                sfn(part)
                 return part
         self.process_output_stream = _gate(self.types, hook, self.is_async)
 
@@ -266,26 +308,40 @@ class scan(_Operator):
     kind = "scan"
     stream_params = ("part", "state")
 
-    def __init__(self, fn: Callable[[Any, Any], Any], seed: object = None, *, key: str = "acc",
-                 id: str | None = None, types: Iterable[str] | str | None = None,
-                 data: bool = False) -> None:
+    def __init__(self, fn: Callable[[Acc, C], Acc | Awaitable[Acc]], seed: Acc | None = None,
+                 *, key: str = "acc", id: str | None = None,
+                 types: Iterable[str] | str | None = None, data: bool = False) -> None:
         super().__init__(fn, id=id, types=types, data=data)
         types_ = self.types
+        # The accumulator starts as ``seed`` (``None`` when none is given) and the ``types=``
+        # gate keeps other chunk classes away: erased here, as in ``Hook``.
         if self.is_async:
-            async def hook_async(part: Chunk, state: dict[str, Any]) -> Any:
+            afold = cast("Callable[[Acc | None, Chunk], Awaitable[Acc]]", fn)
+
+            async def hook_async(part: Chunk, state: dict[str, Acc | None]) -> Chunk:
                 if types_ is None or part.__class__ in types_.classes or part in types_:
-                    state[key] = await fn(state.get(key, seed), part)
+                    state[key] = await afold(state.get(key, seed), part)
                 return part
-            self.process_output_stream = hook_async
+            self.process_output_stream: Callable[[Chunk, dict[str, Acc | None]], object] = \
+                hook_async
         else:
-            def hook(part: Chunk, state: dict[str, Any]) -> Any:
+            fold = cast("Callable[[Acc | None, Chunk], Acc]", fn)
+
+            def hook(part: Chunk, state: dict[str, Acc | None]) -> Chunk:
                 if types_ is None or part.__class__ in types_.classes or part in types_:
-                    state[key] = fn(state.get(key, seed), part)
+                    state[key] = fold(state.get(key, seed), part)
                 return part
             self.process_output_stream = hook
 
 
 _SENTENCE_END = re.compile(r"[.!?。！？](?:[\"')\]]*)(?:\s|$)")
+
+
+class _BatchState(TypedDict, total=False):
+    """``ops.batch``'s per-request state: the text deltas held, and when the batch started."""
+
+    held: list[TextDelta]
+    started: float
 
 
 class batch(Processor):
@@ -316,21 +372,22 @@ class batch(Processor):
         super().__init__(id or _op_id("batch"))
         self.count, self.sentence, self.interval, self.clock = count, sentence, interval, clock
 
-    def _merged(self, held: list[Any]) -> Any:
+    def _merged(self, held: list[TextDelta]) -> TextDelta:
         first = held[0]
         if len(held) == 1:
             return first
         return with_text(first, "".join(c.payload.text for c in held))
 
-    def process_output_stream(self, part: Chunk, state: dict[str, Any]) -> Any:
-        held: list[Any] = state.setdefault("held", [])
+    def process_output_stream(self, part: Chunk, state: _BatchState
+                              ) -> Chunk | list[Chunk] | None:
+        held = state.setdefault("held", [])
         if part.__class__ is not TextDelta:
             if not held:
                 return part
             out = [self._merged(held), part]
             held.clear()
             return out
-        out_list: list[Any] = []
+        out_list: list[Chunk] = []
         # A chunk that arrives after the window closed belongs to the next window.
         if held and (held[0].payload.id != part.payload.id or (
                 self.interval is not None
@@ -347,7 +404,7 @@ class batch(Processor):
             held.clear()
         return out_list or None
 
-    def flush_output_stream(self, state: dict[str, Any]) -> Any:
+    def flush_output_stream(self, state: _BatchState) -> list[Chunk] | None:
         held = state.get("held")
         if not held:
             return None
@@ -372,7 +429,7 @@ class _Counted(Processor):
         super().__init__(id or _op_id(kind))
         types_ = _types(types)
 
-        def hook(part: Chunk, state: dict[str, Any]) -> Any:
+        def hook(part: Chunk, state: dict[str, int]) -> Chunk | None:
             if types_ is not None and part not in types_:
                 return part
             seen = state.get("seen", 0) + 1
@@ -418,18 +475,22 @@ class take_while(_Operator):
     kind = "take_while"
     stream_params = ("part", "state")
 
-    def __init__(self, pred: Callable[[Any], Any], *, id: str | None = None) -> None:
+    def __init__(self, pred: Callable[[C], object], *, id: str | None = None) -> None:
         super().__init__(pred, id=id)
         if self.is_async:
-            async def hook_async(part: Chunk, state: dict[str, Any]) -> Any:
-                if state.get("done") or not await pred(part):
+            apred = _awaiting(pred)
+
+            async def hook_async(part: Chunk, state: dict[str, bool]) -> Chunk | None:
+                if state.get("done") or not await apred(part):
                     state["done"] = True
                     return None
                 return part
-            self.process_output_stream = hook_async
+            self.process_output_stream: Callable[[Chunk, dict[str, bool]], object] = hook_async
         else:
-            def hook(part: Chunk, state: dict[str, Any]) -> Any:
-                if state.get("done") or not pred(part):
+            spred = cast(Hook, pred)
+
+            def hook(part: Chunk, state: dict[str, bool]) -> Chunk | None:
+                if state.get("done") or not spred(part):
                     state["done"] = True
                     return None
                 return part
@@ -447,15 +508,16 @@ class distinct_until_changed(_Operator):
     kind = "distinct_until_changed"
     stream_params = ("part", "state")
 
-    def __init__(self, key: Callable[[Any], Any] | None = None, *, id: str | None = None) -> None:
+    def __init__(self, key: Callable[[C], object] | None = None, *,
+                 id: str | None = None) -> None:
         super().__init__(key, id=id)
         if self.is_async:
             raise InvalidType(f"ops.distinct_until_changed takes a sync key function, got the "
                               f"async function {key!r}")
-        keyfn = key or (lambda part: part)
+        keyfn = cast(Hook, key) if key is not None else (lambda part: part)
         missing = object()
 
-        def hook(part: Chunk, state: dict[str, Any]) -> Any:
+        def hook(part: Chunk, state: dict[str, object]) -> Chunk | None:
             k = keyfn(part)
             if state.get("last", missing) == k:
                 return None
@@ -479,7 +541,7 @@ class start_with(Processor):
         super().__init__(id or _op_id("start_with"))
         first = list(chunks)
 
-        def hook(part: Chunk, state: dict[str, Any]) -> Any:
+        def hook(part: Chunk, state: dict[str, bool]) -> object:
             if state.get("started"):
                 return part
             state["started"] = True
@@ -499,16 +561,20 @@ class flat_map(_Operator):
     multi_emit = True
     stream_params = ("part",)
 
-    def __init__(self, fn: Callable[[Any], Any], *, id: str | None = None,
+    def __init__(self, fn: Callable[[C], FlatResult], *, id: str | None = None,
                  types: Iterable[str] | str | None = None, data: bool = False) -> None:
         super().__init__(fn, id=id, types=types, data=data)
         if self.is_async:
-            async def hook_async(part: Chunk) -> Any:
-                return list(await fn(part))
-            hook: Callable[..., Any] = hook_async
+            afn = cast("Callable[[Chunk], Awaitable[Iterable[Chunk]]]", fn)
+
+            async def hook_async(part: Chunk) -> list[Chunk]:
+                return list(await afn(part))
+            hook: Callable[[Chunk], object] = hook_async
         else:
-            def hook(part: Chunk) -> Any:
-                return list(fn(part))
+            sfn = cast("Callable[[Chunk], Iterable[Chunk]]", fn)
+
+            def hook(part: Chunk) -> list[Chunk]:
+                return list(sfn(part))
         self.process_output_stream = _gate(self.types, hook, self.is_async)
 
 
@@ -523,21 +589,25 @@ class map_text(_Operator):
     kind = "map_text"
     stream_params = ("part",)
 
-    def __init__(self, fn: Callable[[str], Any], *, id: str | None = None) -> None:
+    def __init__(self, fn: Callable[[str], str | Awaitable[str]], *,
+                 id: str | None = None) -> None:
         super().__init__(fn, id=id)
         if self.is_async:
-            async def hook_async(part: Chunk) -> Any:
+            afn = cast("Callable[[str], Awaitable[str]]", fn)
+
+            async def hook_async(part: Chunk) -> Chunk:
                 if part.__class__ is TextDelta:
-                    return with_text(part, await fn(part.payload.text))
+                    return with_text(part, await afn(part.payload.text))
                 return part
-            self.process_output_stream = hook_async
+            self.process_output_stream: Callable[[Chunk], object] = hook_async
         else:
             delta, replace = TextDelta, _replace
+            sfn = cast("Callable[[str], str]", fn)
 
-            def hook(part: Chunk) -> Any:
+            def hook(part: Chunk) -> Chunk:
                 if part.__class__ is delta:
                     p = part.payload  # with_text, inlined: this is the per-chunk path
-                    return replace(part, payload=replace(p, text=fn(p.text)))
+                    return replace(part, payload=replace(p, text=sfn(p.text)))
                 return part
             self.process_output_stream = hook
 

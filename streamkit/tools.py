@@ -53,8 +53,8 @@ import logging
 import sys
 import time
 import traceback
-from collections.abc import Callable, Mapping
-from typing import Any, Generic, get_type_hints, overload
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Generic, Protocol, cast, get_type_hints, overload
 
 import msgspec
 from typing_extensions import ParamSpec, TypeVar
@@ -137,7 +137,7 @@ def check_timeout(owner: str, value: object) -> float | None:
 #: The decorated function's parameters and return type; a ``Tool`` built by hand is
 #: ``Tool[..., Any]`` (what a bare ``Tool`` annotation means).
 P = ParamSpec("P", default=...)
-R = TypeVar("R", default=Any)
+R = TypeVar("R", default=Any, covariant=True)
 
 
 def json_schema(tp: object) -> dict[str, Any]:
@@ -188,7 +188,7 @@ class Tool(Generic[P, R]):
 
     def __init__(self, id: str, description: str, input_schema: dict[str, Any],
                  execute: Callable[P, R], *,
-                 validate: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                 validate: Callable[[dict[str, object]], Mapping[str, object]] | None = None,
                  injected: tuple[str, ...] = (), spread_args: bool = False,
                  timeout: float | None = None) -> None:
         if not isinstance(id, str) or not id:
@@ -203,7 +203,7 @@ class Tool(Generic[P, R]):
         self.description = description
         self.input_schema = input_schema
         self.execute = execute
-        self._call: Callable[..., Any] = execute
+        self._call: Callable[..., object] = execute
         self.is_async = is_async_callable(execute)
         self._validate = validate
         self.injected = injected
@@ -217,7 +217,7 @@ class Tool(Generic[P, R]):
     def spec(self) -> ToolSpec:
         return ToolSpec(self.id, self.description, self.input_schema)
 
-    def validate(self, args: object) -> dict[str, Any]:
+    def validate(self, args: object) -> Mapping[str, object]:
         """Check ``args`` against the tool's signature; returns the validated arguments."""
         if not isinstance(args, dict):
             raise ToolError(f"tool {self.id!r} expects a JSON object of arguments, got "
@@ -226,7 +226,7 @@ class Tool(Generic[P, R]):
             return self._declared(args)
         return self._validate(args)
 
-    def _declared(self, args: dict[str, Any]) -> dict[str, Any]:
+    def _declared(self, args: dict[str, object]) -> dict[str, object]:
         """``args`` without the keys the JSON schema does not declare (see the class doc)."""
         props = self.input_schema.get("properties")
         extra = self.input_schema.get("additionalProperties", False)
@@ -238,7 +238,8 @@ class Tool(Generic[P, R]):
         _log_dropped(self.id, dropped, set(props))
         return {k: v for k, v in args.items() if k in props}
 
-    async def run(self, args: object, *, timeout: float | None = None, **injected: object) -> Any:
+    async def run(self, args: object, *, timeout: float | None = None, **injected: object
+                  ) -> object:
         """Validate ``args`` and call the tool, injecting what it asks for.
 
         Args:
@@ -252,9 +253,12 @@ class Tool(Generic[P, R]):
         valid = self.validate(args)
         extra = {k: v for k, v in injected.items() if k in self.injected}
         limit = self.timeout if self.timeout is not None else timeout
+        out: object
         if self.is_async:
-            out = self._call(**valid, **extra) if self.spread_args else self._call(valid, **extra)
-            out = await (out if limit is None else self._bounded(out, limit))
+            # is_async_callable found it async when the tool was made: it returns an awaitable.
+            call = cast("Callable[..., Awaitable[object]]", self._call)
+            pending = call(**valid, **extra) if self.spread_args else call(valid, **extra)
+            out = await (pending if limit is None else self._bounded(pending, limit))
         elif self.in_thread:
             out = await self._in_thread(valid, extra, limit)
         else:
@@ -275,7 +279,7 @@ class Tool(Generic[P, R]):
                             tool_name=self.id) from exc
         return out
 
-    async def _bounded(self, awaitable: Any, limit: float) -> Any:
+    async def _bounded(self, awaitable: Awaitable[object], limit: float) -> object:
         """``await awaitable``, cancelled after ``limit`` seconds (a ``ToolError``)."""
         try:
             async with asyncio.timeout(limit) as scope:
@@ -285,8 +289,8 @@ class Tool(Generic[P, R]):
                 raise  # the tool's own TimeoutError: reported like any other error
             raise self._timed_out(limit, "it was cancelled") from exc
 
-    async def _in_thread(self, valid: dict[str, Any], extra: dict[str, Any],
-                         limit: float | None) -> Any:
+    async def _in_thread(self, valid: Mapping[str, object], extra: dict[str, object],
+                         limit: float | None) -> object:
         """Call a plain ``def`` tool in a worker thread; stop waiting for it after ``limit``."""
         writer = extra.get("writer")
         if isinstance(writer, Writer):
@@ -321,19 +325,19 @@ class Tool(Generic[P, R]):
         return f"Tool({self.id!r})"
 
 
-Convert = Callable[[Any], Any]
+Convert = Callable[[object], object]
 """Turns one JSON argument into the parameter's type; raises ``ValueError`` when it cannot."""
 
 
 def _validator(name: str, params: list[tuple[str, Convert, object]],
-               rest: Convert | None = None) -> Callable[[dict[str, Any]], dict[str, Any]]:
+               rest: Convert | None = None) -> Callable[[dict[str, object]], dict[str, object]]:
     """Validate declared arguments; undeclared ones go to ``**kwargs`` (typed ``rest``) when the
     function has it, else they are dropped. Injected names are never taken from the model."""
     known = {p[0] for p in params}
 
-    def validate(args: Mapping[str, object]) -> dict[str, Any]:
+    def validate(args: Mapping[str, object]) -> dict[str, object]:
         unknown = set(args) - known
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         if unknown and rest is not None:
             for key in sorted(unknown - INJECTED):
                 try:
@@ -361,18 +365,27 @@ def _validator(name: str, params: list[tuple[str, Convert, object]],
 
 
 def _msgspec_convert(hint: object) -> Convert:
-    def convert(value: object) -> Any:
+    def convert(value: object) -> object:
         return msgspec.convert(value, type=hint, strict=False)
     return convert
 
 
-def _pydantic_adapter(tool_name: str, pname: str, hint: object, reason: Exception) -> Any:
+class _Adapter(Protocol):
+    """What is used of a ``pydantic.TypeAdapter`` (pydantic is optional, found at run time)."""
+
+    def json_schema(self, *, ref_template: str) -> dict[str, object]: ...
+
+    def validate_python(self, value: object, /) -> object: ...
+
+
+def _pydantic_adapter(tool_name: str, pname: str, hint: object, reason: Exception) -> _Adapter:
     """A ``pydantic.TypeAdapter`` for a hint msgspec has no schema for (it names a pydantic
     model), or the ``ToolError`` explaining why the hint cannot be a parameter type."""
     pydantic = sys.modules.get("pydantic")  # a pydantic model in a hint means it is imported
     if pydantic is not None:
         try:
-            return pydantic.TypeAdapter(hint)
+            adapter: _Adapter = pydantic.TypeAdapter(hint)
+            return adapter
         except Exception:  # noqa: BLE001 - pydantic has no schema for it either: report msgspec's
             pass
     why = str(reason).strip().splitlines()[-1] if str(reason).strip() else type(reason).__name__
@@ -382,10 +395,10 @@ def _pydantic_adapter(tool_name: str, pname: str, hint: object, reason: Exceptio
 
 
 def _parameter_schemas(tool_name: str, params: list[tuple[str, object, object]]
-                       ) -> tuple[list[dict[str, Any]], list[Convert], dict[str, Any]]:
+                       ) -> tuple[list[dict[str, object]], list[Convert], dict[str, object]]:
     """Each parameter's JSON schema and converter, and the shared ``$defs``."""
     native: list[int] = []
-    adapters: dict[int, Any] = {}
+    adapters: dict[int, _Adapter] = {}
     for i, (pname, hint, _) in enumerate(params):
         try:
             msgspec.json.schema(hint)
@@ -394,11 +407,12 @@ def _parameter_schemas(tool_name: str, params: list[tuple[str, object, object]]
             adapters[i] = _pydantic_adapter(tool_name, pname, hint, exc)
     found, defs = msgspec.json.schema_components([params[i][1] for i in native],
                                                  ref_template="#/$defs/{name}")
-    schemas: dict[int, dict[str, Any]] = dict(zip(native, found))
+    schemas: dict[int, dict[str, object]] = dict(zip(native, found))
     converters: dict[int, Convert] = {i: _msgspec_convert(params[i][1]) for i in native}
     for i, adapter in adapters.items():
         schema = dict(adapter.json_schema(ref_template="#/$defs/{model}"))
-        for key, value in schema.pop("$defs", {}).items():
+        its_defs = schema.pop("$defs", {})
+        for key, value in (its_defs.items() if isinstance(its_defs, dict) else ()):
             if defs.setdefault(key, value) != value:
                 raise ToolError(f"tool {tool_name!r}: two different types are both named "
                                 f"{key!r} in its parameters; rename one", tool_name=tool_name)
@@ -414,7 +428,8 @@ def tool(fn: Callable[P, R], /) -> Tool[P, R]: ...
 def tool(*, name: str | None = None, description: str | None = None,
          timeout: float | None = None) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 def tool(fn: Callable[..., object] | None = None, /, *, name: str | None = None,
-         description: str | None = None, timeout: float | None = None) -> Any:
+         description: str | None = None, timeout: float | None = None
+         ) -> Tool[..., object] | Callable[[Callable[..., object]], Tool[..., object]]:
     """Make a ``Tool`` from a typed function (``timeout``: see ``Tool``).
 
     The schema comes from the type hints (a JSON schema for each parameter; parameters with
@@ -442,7 +457,7 @@ def tool(fn: Callable[..., object] | None = None, /, *, name: str | None = None,
         'the id, such as "C-42".'
     """
 
-    def build(f: Callable[..., object]) -> Tool[..., Any]:
+    def build(f: Callable[..., object]) -> Tool[..., object]:
         tool_name: str = name if name else str(getattr(f, "__name__", ""))
         try:
             hints = get_type_hints(f, include_extras=True)  # keep Meta(...) constraints
@@ -450,9 +465,9 @@ def tool(fn: Callable[..., object] | None = None, /, *, name: str | None = None,
             raise ToolError(f"tool {tool_name!r}: cannot read its type hints: {exc}",
                             tool_name=tool_name) from exc
         sig = inspect.signature(f)
-        params: list[tuple[str, Any, Any]] = []
+        params: list[tuple[str, object, object]] = []
         injected: list[str] = []
-        rest: Any = _MISSING
+        rest: object = _MISSING
         for p in sig.parameters.values():
             if p.kind is p.VAR_KEYWORD:
                 rest = hints.get(p.name, Any)  # receives the arguments it does not declare
@@ -472,7 +487,7 @@ def tool(fn: Callable[..., object] | None = None, /, *, name: str | None = None,
         extras = [] if rest is _MISSING else [("**kwargs", rest, _MISSING)]
         schemas, converters, components = _parameter_schemas(tool_name, params + extras)
         doc = parse_docstring(inspect.getdoc(f))
-        properties = {}
+        properties: dict[str, object] = {}
         for (pname, _, default), schema in zip(params, schemas):
             prop = dict(schema)
             if pname in doc.params:
@@ -483,7 +498,7 @@ def tool(fn: Callable[..., object] | None = None, /, *, name: str | None = None,
                 except TypeError:
                     pass
             properties[pname] = prop
-        schema_obj: dict[str, Any] = {
+        schema_obj: dict[str, object] = {
             "type": "object", "properties": properties,
             "required": [p for p, _, d in params if d is _MISSING],
             # With **kwargs, the extras' schema ({} for Any: anything goes).
@@ -504,7 +519,7 @@ def tool(fn: Callable[..., object] | None = None, /, *, name: str | None = None,
     return build
 
 
-def tools_by_name(tools: Any) -> dict[str, Tool]:
+def tools_by_name(tools: Iterable[object] | Mapping[str, object] | None) -> dict[str, Tool]:
     """Normalise ``tools`` (a list of ``Tool``/``@tool`` functions or typed functions, or a dict)
     to ``{name: Tool}``; what ``Agent(tools=...)`` and a ``tools`` override accept.
 

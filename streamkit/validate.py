@@ -30,7 +30,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any, TypeGuard, TypeVar
+from typing import TypeGuard, TypeVar
 
 from .errors import InvalidArgument, InvalidType
 
@@ -55,7 +55,7 @@ def is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def int_at_least(value: object, name: str, minimum: int, **attrs: Any) -> int:
+def int_at_least(value: object, name: str, minimum: int, **attrs: object) -> int:
     """``value`` when it is an int ``>= minimum``.
 
     Raises:
@@ -69,7 +69,7 @@ def int_at_least(value: object, name: str, minimum: int, **attrs: Any) -> int:
     return value
 
 
-def optional_int_at_least(value: object, name: str, minimum: int, **attrs: Any) -> int | None:
+def optional_int_at_least(value: object, name: str, minimum: int, **attrs: object) -> int | None:
     """``None``, or an int ``>= minimum`` (as ``int_at_least``, the message says ``or None``)."""
     if value is None:
         return None
@@ -82,7 +82,7 @@ def optional_int_at_least(value: object, name: str, minimum: int, **attrs: Any) 
     return value
 
 
-def seconds(value: object, name: str, *, allow_zero: bool = False, **attrs: Any) -> float:
+def seconds(value: object, name: str, *, allow_zero: bool = False, **attrs: object) -> float:
     """``value`` as a float when it is a number of seconds ``> 0`` (``>= 0`` with
     ``allow_zero``). NaN is refused (it compares false with everything).
 
@@ -99,7 +99,7 @@ def seconds(value: object, name: str, *, allow_zero: bool = False, **attrs: Any)
 
 
 def optional_seconds(value: object, name: str, *, allow_zero: bool = False,
-                     **attrs: Any) -> float | None:
+                     **attrs: object) -> float | None:
     """``None``, or a number of seconds as ``seconds`` checks it (the message says ``None
     or``)."""
     if value is None:
@@ -112,7 +112,7 @@ def optional_seconds(value: object, name: str, *, allow_zero: bool = False,
     return float(value)
 
 
-def one_of(value: object, name: str, choices: Collection[T], **attrs: Any) -> T:
+def one_of(value: object, name: str, choices: Collection[T], **attrs: object) -> T:
     """``value`` when it is one of ``choices`` (compared with ``==``).
 
     Raises:
@@ -126,7 +126,7 @@ def one_of(value: object, name: str, choices: Collection[T], **attrs: Any) -> T:
     raise InvalidArgument(f"{name} must be one of {shown}; got {value!r}", **attrs)
 
 
-def instance_of(value: object, name: str, kind: type[T], expected: str, **attrs: Any) -> T:
+def instance_of(value: object, name: str, kind: type[T], expected: str, **attrs: object) -> T:
     """``value`` when it is an instance of ``kind``.
 
     Raises:
@@ -137,7 +137,7 @@ def instance_of(value: object, name: str, kind: type[T], expected: str, **attrs:
     return value
 
 
-def non_empty_str(value: object, name: str, **attrs: Any) -> str:
+def non_empty_str(value: object, name: str, **attrs: object) -> str:
     """``value`` when it is a non-empty ``str``.
 
     Raises:

@@ -81,3 +81,41 @@ def test_data_mistakes_are_reported_where_marked_and_nowhere_else(tmp_path: Path
     marked = {number for number, _ in expected}
     stray = sorted((number, code) for number, code in found if number not in marked)
     assert not stray, f"mypy reported lines that are right: {stray}"
+
+
+def test_ops_take_functions_typed_on_one_chunk_class(tmp_path: Path) -> None:
+    """``ops.map(up, types="text-delta")`` with ``def up(c: TextDelta) -> TextDelta`` (sync or
+    async) type-checks; a function on ``str``, or returning what the operator does not take, is
+    an error (issue 32: users' callables were ``Callable[[Any], Any]``)."""
+    program = PROGRAMS / "ops_program.py"
+    expected, found = marked_and_found(program, tmp_path)
+    assert len(expected) == 7
+    assert expected <= found, f"mypy missed {sorted(expected - found)}; it said {sorted(found)}"
+    marked = {number for number, _ in expected}
+    stray = sorted((number, code) for number, code in found if number not in marked)
+    assert not stray, f"mypy reported lines that are right: {stray}"
+    namespace = runpy.run_path(str(program))
+    assert asyncio.run(namespace["main"]()) == ["HI", "HI"]
+
+
+def test_message_list_input_and_ui_dicts_are_typed(tmp_path: Path) -> None:
+    """``MessageList.add`` takes messages, strs and dicts (not any object), and ``ui()`` gives
+    ``UIMessage`` dicts whose keys mypy knows (issue 32: both were ``Any``)."""
+    expected, found = marked_and_found(PROGRAMS / "messages_program.py", tmp_path)
+    assert len(expected) == 4
+    assert expected <= found, f"mypy missed {sorted(expected - found)}; it said {sorted(found)}"
+    marked = {number for number, _ in expected}
+    stray = sorted((number, code) for number, code in found if number not in marked)
+    assert not stray, f"mypy reported lines that are right: {stray}"
+
+
+def test_records_users_read_back_are_typed(tmp_path: Path) -> None:
+    """``EventLog.of(cls)`` is a list of ``cls``, a replay row is a ``ReplayRow``,
+    ``display.live`` of an agent stream is its ``AgentResult``, and a scripted step is one of the
+    scripted parts (issue 32: all four were ``Any``)."""
+    expected, found = marked_and_found(PROGRAMS / "records_program.py", tmp_path)
+    assert len(expected) == 3
+    assert expected <= found, f"mypy missed {sorted(expected - found)}; it said {sorted(found)}"
+    marked = {number for number, _ in expected}
+    stray = sorted((number, code) for number, code in found if number not in marked)
+    assert not stray, f"mypy reported lines that are right: {stray}"

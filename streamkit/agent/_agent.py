@@ -18,6 +18,8 @@ from typing import (
     NoReturn,
     TypeAlias,
     TypedDict,
+    TypeGuard,
+    TypeVar,
     Union,
     Unpack,
 )
@@ -46,14 +48,17 @@ __all__ = ["Agent", "Override", "CallOptions", "Processors", "MessageInput"]
 
 log = logging.getLogger("streamkit.agent")
 
+T = TypeVar("T")
+
 
 #: A processor list: processors and ``Pipeline``s, or a function of ``request_context`` that
 #: returns them.
-Processors: TypeAlias = Sequence[Any] | Pipeline | Callable[[Mapping[str, Any]], Sequence[Any]]
+Processors: TypeAlias = (Sequence[object] | Pipeline
+                          | Callable[[Mapping[str, object]], Sequence[object]])
 
 #: What ``generate``/``stream`` accept as input: a string, a message, a message dict, or a list.
-MessageInput: TypeAlias = Union[str, "Message", Mapping[str, Any],
-                                Sequence[Union[str, "Message", Mapping[str, Any]]]]
+MessageInput: TypeAlias = Union[str, "Message", Mapping[str, object],
+                                Sequence[Union[str, "Message", Mapping[str, object]]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,12 +82,12 @@ class Override:
     """
 
     remove: Sequence[str] = ()
-    add: Sequence[Any] = ()
-    replace: dict[str, Any] = field(default_factory=dict)
+    add: Sequence[object] = ()
+    replace: dict[str, object] = field(default_factory=dict)
     before: str | None = None
     after: str | None = None
 
-    def apply(self, base: list[Any], lane: str) -> list[Any]:
+    def apply(self, base: list[object], lane: str) -> list[object]:
         ids = [getattr(p, "id", None) for p in base]
 
         def need(pid: str, what: str) -> int:
@@ -112,13 +117,13 @@ class Override:
         return out + adds
 
 
-def _is_dynamic(value: object) -> bool:
+def _is_dynamic(value: object) -> TypeGuard[Callable[[object], object]]:
     """A processor list given as a function of ``request_context``."""
     return callable(value) and not hasattr(value, "id") \
         and not isinstance(value, (list, tuple, Pipeline))
 
 
-def _resolve_list(value: Any, request_context: object, lane: str) -> list[Any]:
+def _resolve_list(value: object, request_context: object, lane: str) -> list[object]:
     if value is None:
         return []
     if _is_dynamic(value):
@@ -267,7 +272,7 @@ class Agent:
         self.provider_options = provider_options
         self.structured_output = structured_output
         self.prepare_step = prepare_step
-        self._graphs: dict[tuple[Any, ...], Graph] = {}
+        self._graphs: dict[tuple[object, ...], Graph] = {}
         # Fail at construction, not at the first request, on malformed processors.
         static = {lane: _resolve_list(getattr(self, lane), {}, lane)
                   for lane in LANE_HOOKS if not _is_dynamic(getattr(self, lane))}
@@ -461,12 +466,12 @@ def _reject_unknown(unknown: Mapping[str, object]) -> NoReturn:
                       f"{', '.join(sorted(_OPTIONS))}")
 
 
-def _pick(given: object, default: object) -> Any:
+def _pick(given: T | None, default: T) -> T:
     """A call's value where given, else the agent's."""
     return given if given is not None else default
 
 
-def _check_seconds(name: str, value: Any) -> float | None:
+def _check_seconds(name: str, value: object) -> float | None:
     return optional_seconds(value, name)
 
 

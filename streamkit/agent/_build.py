@@ -16,6 +16,7 @@ from .._partial_json import PartialJSON
 from .._tool_records import StepToolCall
 from ..chunks import (
     File,
+    Finish,
     ObjectResult,
     ReasoningDelta,
     ReasoningEnd,
@@ -26,6 +27,7 @@ from ..chunks import (
 from ..errors import StreamkitError
 from ..messages import (
     FilePart,
+    Part,
     ReasoningPart,
     ReasoningText,
     SourceInfo,
@@ -40,7 +42,9 @@ __all__ = ["usage_of", "reason_of", "error_text", "StepRecorder", "schema_of",
            "parse_object"]
 
 
-def usage_of(finish: Any) -> Usage:
+def usage_of(finish: Finish | None) -> Usage:
+    if finish is None:
+        return Usage()
     try:
         u = finish.payload.output.usage
         inp = int(u.input_tokens or 0)
@@ -51,7 +55,9 @@ def usage_of(finish: Any) -> Usage:
         return Usage()
 
 
-def reason_of(finish: Any) -> str:
+def reason_of(finish: Finish | None) -> str:
+    if finish is None:
+        return "unknown"
     try:
         reason = finish.payload.step_result.reason
         return reason if isinstance(reason, str) else "unknown"
@@ -153,9 +159,9 @@ class StepRecorder:
     def reasoning(self) -> str:
         return "".join("".join(e[2]) for e in self.entries if e.__class__ is tuple)
 
-    def parts(self) -> list[Any]:
+    def parts(self) -> list[Part]:
         """The assistant message parts of this attempt (data parts are stored on their own)."""
-        built: list[Any] = []
+        built: list[Part] = []
         for e in self.entries:
             if e.__class__ is list:
                 built.append(TextPart(text="".join(e)))

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncGenerator, Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from msgspec import UNSET, structs
 
@@ -36,6 +36,7 @@ from ..chunks import (
     ResponseMetadata,
     Start,
     StepFinish,
+    StepFinishPayload,
     StepStart,
     ToolErrorChunk,
     ToolResult,
@@ -54,6 +55,7 @@ from ..messages import (
     get_text,
 )
 from ..models import ModelRequest, resolve_model
+from ..models._base import ToolChoice
 from ..processors._runner import (
     StepOverrides,
     run_api_error,
@@ -63,6 +65,7 @@ from ..processors._runner import (
     run_message_hook,
 )
 from ..processors._runtime import TraceRecord
+from ..processors._spec import ProcessorSpec
 from ..tools import Tool, report_failure, tools_by_name
 from ._build import (
     StepRecorder,
@@ -92,10 +95,10 @@ AGENT = "AGENT"
 _HELD = frozenset((Finish, ResponseMetadata))
 
 
-def _base_args(run: Run) -> dict[str, Any]:
+def _base_args(run: Run) -> dict[str, object]:
     """Arguments every in-step hook may ask for."""
     st = run.state
-    args: dict[str, Any] = {
+    args: dict[str, object] = {
         "message_list": st.message_list, "retry_count": st.retry_count,
         "request_context": run.runtime.request_context, "steps": list(st.steps),
         "step_number": st.step_number, "abort_signal": None, "writer": run.hook_writer,
@@ -157,7 +160,7 @@ async def process_input_step(run: Run) -> Literal[LoopNode.PREPARE_STEP]:
     return node.PREPARE_STEP
 
 
-def _step_args(run: Run, step: StepState) -> dict[str, Any]:
+def _step_args(run: Run, step: StepState) -> dict[str, object]:
     args = _base_args(run)
     args.update(model=step.model, tools=dict(step.tools), tool_choice=_tool_choice(step),
                 active_tools=list(step.tools), provider_options=step.provider_options,
@@ -165,7 +168,7 @@ def _step_args(run: Run, step: StepState) -> dict[str, Any]:
     return args
 
 
-def _tool_choice(step: StepState) -> Any:
+def _tool_choice(step: StepState) -> ToolChoice:
     """The step's tool choice as hooks see it: the current setting, ``"auto"`` when none was
     set (Mastra's default, and what providers do without one). The model request carries it only
     when something set it, so a request body stays what it was without processors."""
@@ -269,6 +272,8 @@ async def process_output_stream(run: Run) -> Stream[Literal[LoopNode.COLLECT]]:
              Origin.STEP)
     step.streamed = True
     source = step.replay if step.replay is not None else step.source
+    if source is None:
+        raise StreamkitError("streamkit bug: a step streamed before its model was called")
     if run.runtime.probe is not None:  # an observer wants each model chunk (``events``)
         source = run.runtime.probe.model(source, st.step_number)
         if step.replay is None:
@@ -315,7 +320,7 @@ async def process_api_error(run: Run) -> Literal[LoopNode.PROCESS_LLM_REQUEST, L
     if error is None:
         raise StreamkitError("streamkit bug: process_api_error without an error")
     await run.close_source()
-    unique: list[Any] = []
+    unique: list[ProcessorSpec] = []
     seen: set[int] = set()
     for spec in (*cfg.input_specs, *cfg.output_specs, *cfg.error_specs):
         if id(spec.processor) not in seen:  # a processor in several lanes handles it once
@@ -372,7 +377,7 @@ def _withdraw(run: Run, *, reason: str, processor_id: str | None, usage: Usage) 
 
 def _step_finish_payload(run: Run, reason: str, continued: bool, text: str,
                          tool_calls: list[StepToolCall], usage: Usage, *,
-                         is_accepted: bool = True) -> Any:
+                         is_accepted: bool = True) -> StepFinishPayload:
     """This step's ``step-finish`` payload (its metadata and the run's snapshot: per step)."""
     st, step = run.state, run.step
     return st.step_end.step_finish(
@@ -390,7 +395,7 @@ async def process_llm_response(run: Run) -> Literal[LoopNode.PROCESS_OUTPUT_STEP
     # As in Mastra, the chunks end with the model's own finish (usage, reason), which the
     # consumer never sees; a cache can store and replay it.
     rec = step.recorder
-    chunks: list[Any] = list(rec.chunks) if rec is not None and rec.chunks is not None else []
+    chunks: list[Chunk] = list(rec.chunks) if rec is not None and rec.chunks is not None else []
     if step.finish is not None:
         chunks.append(step.finish)
     args.update(chunks=chunks, warnings=[], request=step.request, raw_response=None,
@@ -461,7 +466,7 @@ async def _tool_chunks(run: Run) -> AsyncGenerator[Chunk, None]:
     arrived = outbox.arrived = asyncio.Event()
     tasks = [asyncio.ensure_future(_call_tool(run, c)) for c in step.tool_calls]
     pending = set(tasks)
-    waiter: asyncio.Future[Any] | None = None
+    waiter: asyncio.Future[Literal[True]] | None = None
     try:
         while pending:
             waiter = asyncio.ensure_future(arrived.wait())
@@ -518,10 +523,10 @@ async def process_tool_result(run: Run) -> Literal[LoopNode.STEP_FINISH]:
     return node.STEP_FINISH
 
 
-_NOT_SET: Any = object()
+_NOT_SET = object()
 
 
-def _invocation_result(ml: MessageList, tool_call_id: str) -> Any:
+def _invocation_result(ml: MessageList, tool_call_id: str) -> object:
     """The result a ``process_tool_result`` hook wrote with ``update_tool_invocation``, if any."""
     for msg in reversed(ml.get.response.db()):
         for part in msg.content.parts:

@@ -22,7 +22,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any, Protocol
+from typing import Literal, Protocol, TypeAlias
 
 from .._loop_nodes import (
     COLLECT,
@@ -46,6 +46,7 @@ from ..events import (
     ModelStarted,
     RunEvent,
     RunFinished,
+    RunObserver,
     RunStarted,
     StepFinished,
     StepStarted,
@@ -56,6 +57,7 @@ from ..events import (
 )
 from ..processors._probe import ChunkProbe, now_ms
 from ..processors._runtime import RequestRuntime, TraceRecord
+from ._result import Usage
 from ._state import RunConfig, RunState
 
 __all__ = ["Observed", "RunReporter", "NOOP", "check_observers"]
@@ -63,13 +65,13 @@ __all__ = ["Observed", "RunReporter", "NOOP", "check_observers"]
 log = logging.getLogger("streamkit.events")
 
 #: The nodes a step attempt ends at, other than by ``step_finish``, and its outcome there.
-_STEP_EXITS: dict[str, Any] = {RETRY: "retried", TRIPWIRE: "tripwire",
-                               FAIL: "error"}
+StepOutcome: TypeAlias = Literal["accepted", "retried", "tripwire", "error", "closed"]
+_STEP_EXITS: dict[str, StepOutcome] = {RETRY: "retried", TRIPWIRE: "tripwire", FAIL: "error"}
 
 _NO_CONTEXT: AbstractContextManager[None] = nullcontext()
 
 
-def check_observers(observers: object) -> tuple[Any, ...]:
+def check_observers(observers: object) -> tuple[RunObserver, ...]:
     """``observers=`` as a tuple, checked: each must have a callable ``on_event``.
 
     Raises:
@@ -103,7 +105,7 @@ class Run(Protocol):
     def shown_text(self, error: BaseException) -> str | None: ...
 
 
-def _usage(usage: Any) -> dict[str, int]:
+def _usage(usage: Usage) -> dict[str, int]:
     return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
             "total_tokens": usage.total_tokens}
 
@@ -178,7 +180,7 @@ class Observed(RunReporter):
     __slots__ = ("_observers", "_detailed", "_run", "_run_id", "_step", "_retry", "probe",
                  "_calls", "_contexts", "_tool_now", "_model_perf", "_model_open")
 
-    def __init__(self, run: Run, observers: tuple[object, ...]) -> None:
+    def __init__(self, run: Run, observers: tuple[RunObserver, ...]) -> None:
         self._observers = observers
         self._run = run
         self._run_id = run.run_id
@@ -208,7 +210,7 @@ class Observed(RunReporter):
         """A per-chunk event: only to the observers that asked for chunk detail."""
         self._hand(event, self._detailed)
 
-    def _hand(self, event: RunEvent, observers: tuple[Any, ...]) -> None:
+    def _hand(self, event: RunEvent, observers: tuple[RunObserver, ...]) -> None:
         for obs in observers:
             try:
                 obs.on_event(event)
@@ -315,7 +317,8 @@ class Observed(RunReporter):
             time_to_first_text=(first - self._model_perf) / 1e9 if first > self._model_perf
             else None))
 
-    def _step_end(self, run: Run, outcome: Any, finish_reason: str | None, usage: object,
+    def _step_end(self, run: Run, outcome: StepOutcome, finish_reason: str | None,
+                  usage: Usage | None,
                   reason: str | None, processor_id: str | None) -> None:
         step = self._step
         if step is None:
@@ -341,7 +344,8 @@ class Observed(RunReporter):
         for cid, call in self._calls.items():
             got = delivered.get(cid)
             outcome = outcomes.get(cid)
-            error = _detail(run, outcome[1]) if outcome is not None and not outcome[0] else None
+            failed = outcome[1] if outcome is not None and not outcome[0] else None
+            error = _detail(run, failed) if isinstance(failed, BaseException) else None
             self.emit(ToolReturned(
                 run_id=run.run_id, step_number=step.number if step is not None else 0,
                 tool_call_id=cid, tool_name=call.tool_name,
@@ -355,7 +359,7 @@ class Observed(RunReporter):
         st = run.state
         closed = isinstance(exc, (GeneratorExit, asyncio.CancelledError))
         failed = st.error if st.error is not None else None if closed else exc
-        outcome: Any
+        outcome: Literal["ok", "tripwire", "error", "closed"]
         if st.tripwire is not None:
             outcome = "tripwire"
         elif failed is not None:

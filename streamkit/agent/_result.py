@@ -122,7 +122,7 @@ class AgentResult:
     def tool_results(self) -> list[StepToolResult]:
         return [r for s in self.steps if s.finish_reason != "retry" for r in s.tool_results]
 
-    def trace_table(self) -> list[dict[str, Any]]:
+    def trace_table(self) -> list[dict[str, object]]:
         """The trace as plain rows (processor, hook, step, calls, dropped, ms, outcome)."""
         return [r.as_row() for r in self.trace]
 

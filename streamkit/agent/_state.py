@@ -7,7 +7,7 @@ Both belong to one ``Run`` (``_run.py``), which the ``AgentStream`` owns.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +15,8 @@ import msgspec
 
 from .._prompt import PromptMessage
 from .._tool_records import StepToolCall, StepToolResult, ToolOutcome
-from ..chunks import Finish, ResponseMetadata
+from ..chunks import Chunk, Finish, ResponseMetadata
+from ..events import RunObserver
 from ..messages import MessageList
 from ..models import Model, ModelRequest
 from ..models._base import ToolChoice as _ToolChoice
@@ -77,7 +78,7 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: The agent's display name (``Agent(name=...)``, else its id): spans are named after it.
     agent_name: str = ""
     #: The call's ``observers=`` (``streamkit.events.RunObserver``), checked.
-    observers: tuple[Any, ...] = ()
+    observers: tuple[RunObserver, ...] = ()
 
     @property
     def error_retry_cap(self) -> int | None:
@@ -108,8 +109,10 @@ class StepState:
     structured_output: StructuredOutput | None
     prompt: list[PromptMessage] = field(default_factory=list)
     request: ModelRequest | None = None
-    source: Any = None
-    replay: list[Any] | None = None
+    #: What the model streams for this attempt (``model.stream``, or a probe wrapping it).
+    source: AsyncIterator[Chunk] | None = None
+    #: The chunks a ``process_llm_request`` cache hit answered with, instead of the model.
+    replay: list[Chunk] | None = None
     recorder: StepRecorder | None = None
     finish: Finish | None = None
     #: The model's ``response-metadata`` chunk of this attempt, if it sent one (held back).
@@ -148,7 +151,7 @@ class RunState:
     final_text: str = ""
     #: ``text`` and ``final_text`` are the run's texts (``process_output_result`` has run).
     has_result_text: bool = False
-    object: Any = None
+    object: object = None
     delivered: list[StepRecorder] = field(default_factory=list)
     #: Builds the step-end payloads; keeps the records of ``output.steps``.
     step_end: StepEnd = field(default_factory=StepEnd)

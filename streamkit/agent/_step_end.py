@@ -18,13 +18,14 @@ response so far (Mastra's first step shows an empty ``tool`` message there), and
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TypedDict
 
 from msgspec import UNSET
 
 from .._message_model import _new_id, _now
 from .._tool_records import StepToolCall
 from ..chunks import (
+    Finish,
     FinishPayload,
     ResponseMetadata,
     StepFinishPayload,
@@ -55,7 +56,45 @@ __all__ = ["StepEnd", "response_metadata", "model_messages", "message_snapshot",
 MODEL_VERSION = "v2"
 
 
-def response_metadata(model: object, held: ResponseMetadata | None) -> dict[str, Any]:
+class ModelMetadata(TypedDict):
+    """``metadata.modelMetadata`` of a step: which model answered."""
+
+    modelId: str
+    modelVersion: str
+    modelProvider: str
+
+
+class StepMetadata(TypedDict):
+    """A step's response ``metadata`` (``response_metadata``), read back for the step record,
+    the ``finish`` and the UI message."""
+
+    id: str
+    timestamp: str
+    modelId: str
+    modelMetadata: ModelMetadata
+    request: dict[str, object]
+
+
+#: One content part of a ``ModelMessage``: JSON built here and only passed on.
+ModelPart = dict[str, object]
+
+
+class ModelMessage(TypedDict):
+    """One message of the snapshot, in the AI SDK v5 ``ModelMessage`` form."""
+
+    role: str
+    content: list[ModelPart]
+
+
+class Snapshot(TypedDict):
+    """``messages`` of the step-end payloads: the conversation, the input, and the rest."""
+
+    all: list[ModelMessage]
+    user: list[ModelMessage]
+    nonUser: list[ModelMessage]
+
+
+def response_metadata(model: object, held: ResponseMetadata | None) -> StepMetadata:
     """A step's ``metadata``: the provider's response id, time and model when it sent them (the
     held ``response-metadata`` chunk), else a fresh id, now, and the model object's id.
 
@@ -85,12 +124,12 @@ def response_metadata(model: object, held: ResponseMetadata | None) -> dict[str,
             "request": {}}
 
 
-def _stamped(part: dict[str, Any], stamp: dict[str, Any]) -> dict[str, Any]:
+def _stamped(part: ModelPart, stamp: dict[str, dict[str, int]]) -> ModelPart:
     part["providerOptions"] = stamp  # one dict per message, shared by its parts (read-only JSON)
     return part
 
 
-def model_messages(message: Message) -> list[dict[str, Any]]:
+def model_messages(message: Message) -> list[ModelMessage]:
     """One stored message in the AI SDK v5 ``ModelMessage`` form of Mastra's snapshots: content
     is always a list of parts, a tool call's arguments are its ``input``, a tool result's value
     is its ``output`` (``{"type": "json" | "error-text", "value": ...}``), and every part carries
@@ -106,15 +145,15 @@ def model_messages(message: Message) -> list[dict[str, Any]]:
     if message.role == "system":
         return []
     stamp = {"mastra": {"createdAt": int(message.created_at.timestamp() * 1000)}}
-    out: list[dict[str, Any]] = []
-    inputs: dict[str, Any] = {}
+    out: list[ModelMessage] = []
+    inputs: dict[str, object] = {}
     for core in to_core((message,)):
         content = core["content"]
         if isinstance(content, str):
             out.append({"role": core["role"],
                         "content": [_stamped({"type": "text", "text": content}, stamp)]})
             continue
-        parts: list[dict[str, Any]] = []
+        parts: list[ModelPart] = []
         for part in content:
             if part["type"] == "tool-call":
                 inputs[part["toolCallId"]] = part.get("args")
@@ -135,15 +174,15 @@ def model_messages(message: Message) -> list[dict[str, Any]]:
     return out
 
 
-def message_snapshot(message_list: MessageList) -> dict[str, list[dict[str, Any]]]:
+def message_snapshot(message_list: MessageList) -> Snapshot:
     """``{all, user, nonUser}``: the conversation, the input, and everything else (memory and
     response), each message converted once."""
     get = message_list.get
     inputs = {m.id for m in get.input.db()}
     responses = {m.id for m in get.response.db()}
-    every: list[dict[str, Any]] = []
-    user: list[dict[str, Any]] = []
-    non_user: list[dict[str, Any]] = []
+    every: list[ModelMessage] = []
+    user: list[ModelMessage] = []
+    non_user: list[ModelMessage] = []
     for message in get.all.db():
         converted = model_messages(message)
         every.extend(converted)
@@ -164,7 +203,7 @@ def _ui_part(part: object, created: int, model: str) -> dict[str, object] | None
                 "providerMetadata": stamp}
     if isinstance(part, ToolInvocationPart):
         inv = part.tool_invocation
-        ui: dict[str, Any] = {"type": f"tool-{inv.tool_name}", "toolCallId": inv.tool_call_id,
+        ui: dict[str, object] = {"type": f"tool-{inv.tool_name}", "toolCallId": inv.tool_call_id,
                               "input": inv.args}
         if inv.state == "result":
             ui.update(output=None if inv.result is UNSET else inv.result,
@@ -190,20 +229,20 @@ def _ui_part(part: object, created: int, model: str) -> dict[str, object] | None
     return None
 
 
-def ui_message(message_list: MessageList, *, message_id: str, metadata: dict[str, Any],
-               thread_id: str | None, resource_id: str | None) -> dict[str, Any]:
+def ui_message(message_list: MessageList, *, message_id: str, metadata: StepMetadata,
+               thread_id: str | None, resource_id: str | None) -> dict[str, object]:
     """The response of the run as one AI SDK v5 ``UIMessage`` (``response.uiMessages`` of the
     ``finish``): every response part in order, the model in ``metadata``."""
     model = metadata["modelMetadata"]
     responses = [m for m in message_list.get.response.db() if m.role == "assistant"]
-    parts: list[dict[str, Any]] = []
+    parts: list[dict[str, object]] = []
     for message in responses:
         created = int(message.created_at.timestamp() * 1000)
         for part in message.content.parts:
             ui = _ui_part(part, created, f"{model['modelProvider']}/{model['modelId']}")
             if ui is not None:
                 parts.append(ui)
-    meta: dict[str, Any] = {
+    meta: dict[str, str] = {
         "modelId": model["modelId"], "provider": model["modelProvider"],
         "createdAt": format_timestamp(responses[0].created_at) if responses
         else metadata["timestamp"]}
@@ -214,7 +253,7 @@ def ui_message(message_list: MessageList, *, message_id: str, metadata: dict[str
     return {"id": message_id, "role": "assistant", "metadata": meta, "parts": parts}
 
 
-def _step_content(response: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _step_content(response: list[ModelMessage]) -> list[ModelPart]:
     """The parts of the last step: the trailing assistant message and its ``tool`` message."""
     if not response:
         return []
@@ -236,8 +275,10 @@ def _usage_dict(usage: UsagePayload) -> dict[str, object]:
             "totalTokens": usage.total_tokens, "raw": usage.raw}
 
 
-def raw_usage_of(finish: Any) -> Any:
+def raw_usage_of(finish: Finish | None) -> object:
     """The provider's raw usage on the model's ``finish`` (``UNSET`` when it sent none)."""
+    if finish is None:
+        return UNSET
     try:
         return finish.payload.output.usage.raw
     except AttributeError:
@@ -254,15 +295,15 @@ class StepEnd:
     __slots__ = ("steps", "metadata", "raw", "snapshot")
 
     def __init__(self) -> None:
-        self.steps: list[dict[str, Any]] = []
-        self.metadata: dict[str, Any] | None = None
-        self.raw: Any = UNSET
+        self.steps: list[dict[str, object]] = []
+        self.metadata: StepMetadata | None = None
+        self.raw: object = UNSET
         #: The last step-finish's message snapshot, which ``finish`` may reuse.
-        self.snapshot: dict[str, list[dict[str, Any]]] | None = None
+        self.snapshot: Snapshot | None = None
 
     def step_finish(self, *, reason: str, continued: bool, text: str,
                     tool_calls: list[StepToolCall], usage: Usage, message_id: str,
-                    metadata: dict[str, Any], raw_usage: object, message_list: MessageList,
+                    metadata: StepMetadata, raw_usage: object, message_list: MessageList,
                     retry_count: int, is_accepted: bool = True) -> StepFinishPayload:
         """The ``step-finish`` payload of a step; ``is_accepted=False`` for an attempt that is
         withdrawn (its record is not kept in ``output.steps``)."""
@@ -296,9 +337,10 @@ class StepEnd:
         metadata = self.metadata if self.metadata is not None else response_metadata(model, None)
         snapshot = self.snapshot if unchanged and self.snapshot is not None else \
             message_snapshot(message_list)
-        response = {**metadata, "messages": snapshot["nonUser"], "uiMessages": [ui_message(
-            message_list, message_id=message_id, metadata=metadata, thread_id=thread_id,
-            resource_id=resource_id)]}
+        response: dict[str, object] = {
+            **metadata, "messages": snapshot["nonUser"], "uiMessages": [ui_message(
+                message_list, message_id=message_id, metadata=metadata, thread_id=thread_id,
+                resource_id=resource_id)]}
         response.pop("request", None)
         return FinishPayload(
             message_id=message_id,

@@ -29,7 +29,7 @@ except lazily from a ``_repr_html_``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ._charts import bar_chart_svg, trace_timeline_svg
 from ._graph import graph_svg
@@ -48,6 +48,10 @@ from ._tables import (
     trace_text,
 )
 
+if TYPE_CHECKING:
+    from ..graph import Graph
+    from ..processors._runtime import TraceRecord
+
 __all__ = [
     "graph_html", "graph_svg",
     "show_processors",
@@ -59,7 +63,7 @@ __all__ = [
 ]
 
 
-def graph_html(graph: Any) -> str:
+def graph_html(graph: Graph) -> str:
     """The graph drawn as inline SVG, with its Mermaid source and text form in ``<details>``.
 
     The SVG lays the default path out top to bottom, routes back-edges on the left and the
@@ -86,7 +90,7 @@ def show_chunks(chunks: Iterable[object], *, times: Sequence[float] | None = Non
     return table
 
 
-def show_trace(trace: Iterable[object]) -> TraceView:
+def show_trace(trace: Iterable[TraceRecord]) -> TraceView:
     """A run's trace (``result.trace``) as a ``TraceView``: SVG timeline plus table."""
     return trace if isinstance(trace, TraceView) else TraceView(trace)
 

@@ -6,10 +6,13 @@ What does not belong here: tables (``_tables``) and the graph drawing (``_graph`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import InvalidArgument
 from ._html import esc, fmt_ms
+
+if TYPE_CHECKING:
+    from ..processors._runtime import TraceRecord
 
 __all__ = ["trace_timeline_svg", "bar_chart_svg", "HOOK_ORDER"]
 
@@ -33,17 +36,17 @@ _HOOK_COLOURS = {
 _FONT = 'font-family="ui-monospace,SFMono-Regular,Menlo,Consolas,monospace"'
 
 
-def _bands(trace: Sequence[Any]) -> list[tuple[str, list[Any]]]:
+def _bands(trace: Sequence[TraceRecord]) -> list[tuple[str, list[TraceRecord]]]:
     """Split the trace into bands: ``input``, ``step 0``, ``step 1 · retry 1``, …, ``output``.
 
     A new band starts when the step changes, or when a hook that runs once per attempt repeats
     for the same processor inside a step — that is a retried attempt of the same step
     (``process_tool_result`` runs once per tool and ``process_api_error`` once per failed call,
     so they do not count)."""
-    bands: list[tuple[str, list[Any]]] = []
+    bands: list[tuple[str, list[TraceRecord]]] = []
     seen: set[tuple[str, str]] = set()
-    current: Any = object()
-    attempts: dict[Any, int] = {}
+    current: object = object()  # no step yet: unequal to every step, None included
+    attempts: dict[int, int] = {}
     any_step = False
     for r in trace:
         key = (r.processor_id, r.hook)
@@ -64,7 +67,7 @@ def _bands(trace: Sequence[Any]) -> list[tuple[str, list[Any]]]:
     return [(name, sorted(rs, key=lambda r: rank.get(r.hook, len(rank)))) for name, rs in bands]
 
 
-def trace_timeline_svg(trace: Sequence[Any], *, width: float = 640.0) -> str:
+def trace_timeline_svg(trace: Sequence[TraceRecord], *, width: float = 640.0) -> str:
     """Which processor did what on which step, and for how long, as an SVG timeline.
 
     One row per processor; one band per step (and per retried attempt). Inside a band, hooks
@@ -138,7 +141,7 @@ def trace_timeline_svg(trace: Sequence[Any], *, width: float = 640.0) -> str:
             f"</svg>")
 
 
-def _bar(r: Any, x: float, w: float, y: float, row_h: float) -> str:
+def _bar(r: TraceRecord, x: float, w: float, y: float, row_h: float) -> str:
     colour = _HOOK_COLOURS.get(r.hook, "#777")
     tripped = r.outcome == "tripwire"
     failed = r.outcome == "error"

@@ -23,9 +23,16 @@ What does not belong here: tables and charts (``_tables``, ``_charts``), HTML pa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from ._html import esc
+
+if TYPE_CHECKING:
+    from ..graph import Edge, Graph, Node
+
+#: A port on a box's side: an edge leaving or entering it (``("out"|"in", edge index)``), or the
+#: bus into a side node (``("bus", node name)``).
+PortKey: TypeAlias = "tuple[str, int] | tuple[str, str]"
 
 __all__ = ["graph_svg"]
 
@@ -68,14 +75,14 @@ def _edge_colour(label: str, fallback: int) -> str:
 
 @dataclass
 class _Box:
-    node: Any
+    node: Node
     is_main: bool
     w: float = 0.0
     h: float = 0.0
     x: float = 0.0
     y: float = 0.0
     chip_rows: list[list[str]] = field(default_factory=list)
-    ports: dict[str, list[Any]] = field(default_factory=lambda: {"left": [], "right": []})
+    ports: dict[str, list[PortKey]] = field(default_factory=lambda: {"left": [], "right": []})
 
     @property
     def cx(self) -> float:
@@ -85,7 +92,7 @@ class _Box:
     def cy(self) -> float:
         return self.y + self.h / 2
 
-    def port(self, side: str, key: object) -> tuple[float, float]:
+    def port(self, side: str, key: PortKey) -> tuple[float, float]:
         keys = self.ports[side]
         i = keys.index(key)
         y = self.y + self.h * (i + 1) / (len(keys) + 1)
@@ -110,7 +117,7 @@ def _measure(box: _Box, width: float) -> None:
     box.h = 10 + 15 + (14 if has_label else 0) + len(rows) * 19 + 6
 
 
-def _back_edges(graph: Any) -> set[int]:
+def _back_edges(graph: Graph) -> set[int]:
     """Indexes of the edges that close a cycle in a depth-first walk from ``start``."""
     out: dict[str, list[int]] = {n.name: [] for n in graph.nodes}
     for i, e in enumerate(graph.edges):
@@ -137,7 +144,7 @@ def _back_edges(graph: Any) -> set[int]:
     return back
 
 
-def _main_path(graph: Any, back: set[int]) -> list[str]:
+def _main_path(graph: Graph, back: set[int]) -> list[str]:
     """The longest start → end path over forward edges (unlabelled edges weigh 1, labelled ones
     -0.01, so defaults win and a detour through a condition never does)."""
     names = [n.name for n in graph.nodes]
@@ -193,7 +200,7 @@ class _Layout:
     bottom: float = 0.0
 
 
-def _pack_left_lanes(graph: Any, left: list[int], row: dict[str, int]) -> dict[int, int]:
+def _pack_left_lanes(graph: Graph, left: list[int], row: dict[str, int]) -> dict[int, int]:
     """Lane index per left edge: shortest spans nearest the column, packed like intervals."""
     lanes: list[list[tuple[int, int]]] = []
     lane_of: dict[int, int] = {}
@@ -211,7 +218,7 @@ def _pack_left_lanes(graph: Any, left: list[int], row: dict[str, int]) -> dict[i
     return lane_of
 
 
-def _make_buses(graph: Any, right: list[int]) -> list[_Bus]:
+def _make_buses(graph: Graph, right: list[int]) -> list[_Bus]:
     """One bus per destination of the right-hand edges, labelled with their distinct labels."""
     buses: dict[str, _Bus] = {}
     for i in right:
@@ -228,7 +235,7 @@ def _make_buses(graph: Any, right: list[int]) -> list[_Bus]:
     return list(buses.values())
 
 
-def _layout(graph: Any) -> _Layout:
+def _layout(graph: Graph) -> _Layout:
     """Run the four steps of the module docstring."""
     path = _main_path(graph, _back_edges(graph))
     on_path = set(path)
@@ -309,10 +316,10 @@ def _layout(graph: Any) -> _Layout:
                    bottom=max([main_bottom, *(b.y + b.h for b in side)]))
 
 
-def _port_rank(key: Any, buses: list[_Bus]) -> tuple[int, int]:
+def _port_rank(key: PortKey, buses: list[_Bus]) -> tuple[int, int]:
     """Order of the ports on one side of a box: by the lane their edge runs in."""
-    kind, ref = key
-    if kind == "bus":
+    _, ref = key
+    if isinstance(ref, str):  # ("bus", node name): the only key naming a node
         return (next(k for k, bus in enumerate(buses) if bus.dst == ref), 0)
     for k, bus in enumerate(buses):
         if ref in bus.edges:
@@ -320,7 +327,7 @@ def _port_rank(key: Any, buses: list[_Bus]) -> tuple[int, int]:
     return (0, ref)
 
 
-def graph_svg(graph: Any) -> str:
+def graph_svg(graph: Graph) -> str:
     """``graph`` as a standalone ``<svg>`` element (see the module docstring for the layout).
 
     Every node is a ``<g data-node=...>``, every edge a ``<g data-src=... data-dst=...>`` and
@@ -387,7 +394,7 @@ def _path_edge(a: _Box, b: _Box, label: str) -> str:
     return "".join(out)
 
 
-def _left_edge(e: Any, i: int, boxes: dict[str, _Box], lane: float) -> str:
+def _left_edge(e: Edge, i: int, boxes: dict[str, _Box], lane: float) -> str:
     a, b = boxes[e.src], boxes[e.dst]
     sx, sy = a.port("left", ("out", i))
     tx, ty = b.port("left", ("in", i))
@@ -405,7 +412,7 @@ def _left_edge(e: Any, i: int, boxes: dict[str, _Box], lane: float) -> str:
     return "".join(out)
 
 
-def _bus(bus: _Bus, graph: Any, boxes: dict[str, _Box]) -> str:
+def _bus(bus: _Bus, graph: Graph, boxes: dict[str, _Box]) -> str:
     dst = boxes[bus.dst]
     side = "right" if dst.is_main else "left"
     tx, ty = dst.port(side, ("bus", bus.dst))

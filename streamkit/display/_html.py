@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Protocol
 
 import msgspec
 
@@ -61,6 +61,12 @@ STYLE = """<style>
 </style>"""
 
 
+class Printer(Protocol):
+    """What ``_repr_pretty_`` uses of IPython's pretty printer."""
+
+    def text(self, obj: str) -> None: ...
+
+
 class HtmlBlock:
     """A ready-made HTML block with a plain-text fallback (what display helpers return)."""
 
@@ -73,7 +79,7 @@ class HtmlBlock:
     def _repr_html_(self) -> str:
         return self.html
 
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+    def _repr_pretty_(self, printer: Printer, cycle: bool) -> None:
         printer.text(self.text or "<HTML block>")
 
     def __repr__(self) -> str:
@@ -90,7 +96,7 @@ def is_unset(value: object) -> bool:
     return type(value).__name__ == "UnsetType"
 
 
-def attr(obj: object, name: str) -> Any:
+def attr(obj: object, name: str) -> object:
     """``obj.name``, or ``None`` when it is missing or ``UNSET``."""
     value = getattr(obj, name, None)
     return None if value is None or is_unset(value) else value

@@ -14,12 +14,15 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO, overload
 
 from ._html import STYLE, attr, esc, fmt_value, short
 from ._tables import ChunkTable
+
+if TYPE_CHECKING:
+    from ..agent._result import AgentResult, AgentStream
 
 __all__ = ["LiveView", "live", "DisplayHandle"]
 
@@ -31,7 +34,7 @@ _PROMPT_TYPES = frozenset(("tool-call", "tool-result", "tool-error", "tripwire",
 class DisplayHandle(Protocol):
     """What ``live`` needs from a display: ``IPython.display.DisplayHandle`` fits."""
 
-    def update(self, obj: object) -> Any: ...
+    def update(self, obj: object) -> object: ...
 
 
 @dataclass
@@ -68,11 +71,11 @@ class LiveView:
 
     items: list[_Item] = field(default_factory=list)
     notes: list[tuple[int, str]] = field(default_factory=list)     # (position, html) retry notes
-    tripwire: dict[str, Any] | None = None
+    tripwire: dict[str, object] | None = None
     error: str | None = None
     status: str = "streaming…"
     finish_reason: str | None = None
-    chunks: list[Any] = field(default_factory=list)
+    chunks: list[object] = field(default_factory=list)
     times: list[float] = field(default_factory=list)
     attempt: int = 0
     started: float = field(default_factory=time.perf_counter)
@@ -87,7 +90,7 @@ class LiveView:
             self.attempt += 1
         elif ctype in ("text-delta", "reasoning-delta"):
             kind = "text" if ctype == "text-delta" else "reasoning"
-            text = str(payload.text)
+            text = str(getattr(payload, "text", ""))
             last = self.items[-1] if self.items else None
             if last is not None and last.kind == kind and last.attempt == self.attempt:
                 last.text += text
@@ -104,7 +107,8 @@ class LiveView:
             self.items.append(_Item(ctype, self.attempt, text))
             return [f"\n[{ctype}] {text}\n"]
         elif ctype == "data-step-retry":
-            return self._withdraw(attr(chunk, "data") or {})
+            data = attr(chunk, "data")
+            return self._withdraw(data if isinstance(data, Mapping) else {})
         elif ctype.startswith("data-") and not attr(chunk, "transient"):
             text = f"{ctype}: {short(fmt_value(attr(chunk, 'data')), 120)}"
             self.items.append(_Item("data", self.attempt, text))
@@ -233,8 +237,16 @@ def _ipython_handle(initial: _Snapshot) -> DisplayHandle | None:
     return handle
 
 
-async def live(stream: Any, *, handle: DisplayHandle | None = None, min_interval: float = 0.05,
-               file: TextIO | None = None) -> Any:
+@overload
+async def live(stream: AgentStream, *, handle: DisplayHandle | None = None,
+               min_interval: float = 0.05, file: TextIO | None = None) -> AgentResult: ...
+@overload
+async def live(stream: AsyncIterable[object], *, handle: DisplayHandle | None = None,
+               min_interval: float = 0.05, file: TextIO | None = None
+               ) -> AgentResult | ChunkTable: ...
+async def live(stream: AsyncIterable[object], *, handle: DisplayHandle | None = None,
+               min_interval: float = 0.05, file: TextIO | None = None
+               ) -> AgentResult | ChunkTable:
     """Consume ``stream`` while showing it live; return its result.
 
     In a Jupyter kernel the output is one display updated in place (at most every
@@ -290,7 +302,7 @@ async def live(stream: Any, *, handle: DisplayHandle | None = None, min_interval
         _final(view, handle, out)
         return view.table()
     try:
-        result = await result_fn()
+        result: AgentResult = await result_fn()  # an AgentStream's (see the docstring)
     except BaseException as exc:
         view.close(exc)
         _final(view, handle, out)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import ops
 from ..processors._base import flatten_processors
@@ -17,6 +17,7 @@ from ._charts import trace_timeline_svg
 from ._html import (
     STYLE,
     HtmlBlock,
+    Printer,
     attr,
     badge,
     esc,
@@ -26,6 +27,10 @@ from ._html import (
     table_html,
     text_table,
 )
+
+if TYPE_CHECKING:
+    from ..agent._result import AgentResult, StepResult, TripwireInfo
+    from ..processors._runtime import TraceRecord
 
 __all__ = ["ChunkTable", "TraceView", "chunk_row", "chunks_html", "trace_html", "steps_html",
            "result_html", "result_text", "collect", "show_processors"]
@@ -87,7 +92,7 @@ def chunk_row(chunk: object) -> dict[str, str]:
     return {"type": ctype, "text": text, "tool": tool, "id": ident}
 
 
-class ChunkTable(list[Any]):
+class ChunkTable(list[Any]):  # Any: users index it and read payloads, as they did
     """A list of chunks that shows itself as a table (type, text, tool, id, arrival time).
 
     It is a plain ``list`` otherwise: index it, iterate it, compare it. ``times`` holds each
@@ -135,7 +140,7 @@ class ChunkTable(list[Any]):
     def _repr_html_(self) -> str:
         return chunks_html(self, times=self.times, title=self.title)
 
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+    def _repr_pretty_(self, printer: Printer, cycle: bool) -> None:
         printer.text("ChunkTable([...])" if cycle else self.to_text())
 
 
@@ -183,7 +188,7 @@ async def collect(source: object, pipeline: object = None, *, limit: int | None 
         source = ops.apply(source, pipeline)
     elif not hasattr(source, "__aiter__"):
         source = ops.apply(source, [])
-    chunks: list[Any] = []
+    chunks: list[object] = []
     times: list[float] = []
     start = time.perf_counter()
     iterator = source.__aiter__()
@@ -236,13 +241,13 @@ def show_processors(processors: object) -> HtmlBlock:
 # ----------------------------------------------------------------------------- traces
 
 
-def _trace_cells(r: Any) -> list[str]:
+def _trace_cells(r: TraceRecord) -> list[str]:
     return [str(r.processor_id), str(r.hook), "" if r.step is None else str(r.step),
             str(r.calls), str(r.dropped), fmt_ms(r.duration), fmt_ms(r.first_call),
             str(r.outcome), str(r.detail or "")]
 
 
-def trace_html(trace: Sequence[Any]) -> str:
+def trace_html(trace: Sequence[TraceRecord]) -> str:
     """An HTML table of ``TraceRecord``s: processor, hook, step, calls, dropped, time, outcome."""
     rows, classes = [], []
     for r in trace:
@@ -260,12 +265,12 @@ def trace_html(trace: Sequence[Any]) -> str:
     return table_html(_TRACE_HEADERS, rows, classes, numeric=(2, 3, 4, 5, 6))
 
 
-def trace_text(trace: Sequence[object]) -> str:
+def trace_text(trace: Sequence[TraceRecord]) -> str:
     """The trace as an aligned plain-text table."""
     return text_table(_TRACE_HEADERS, [_trace_cells(r) for r in trace])
 
 
-class TraceView(list[Any]):
+class TraceView(list["TraceRecord"]):
     """A list of ``TraceRecord``s that shows itself as a timeline and a table.
 
     Example:
@@ -279,7 +284,7 @@ class TraceView(list[Any]):
         return (f'<div class="sk-box sk-trace">{STYLE}{trace_timeline_svg(self)}'
                 f"{trace_html(self)}</div>")
 
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+    def _repr_pretty_(self, printer: Printer, cycle: bool) -> None:
         printer.text("TraceView([...])" if cycle else self.to_text())
 
 
@@ -290,7 +295,7 @@ _STEP_HEADERS = ("step", "attempt", "finish", "text", "tool calls", "tool result
                  "tripwire")
 
 
-def _step_cells(s: Any) -> list[str]:
+def _step_cells(s: StepResult) -> list[str]:
     calls = ", ".join(f"{c.tool_name}({fmt_value(c.args)})" for c in s.tool_calls)
     results = ", ".join(f"{r.tool_name} → {'✗ ' if r.is_error else ''}"
                         f"{fmt_value(r.result)}" for r in s.tool_results)
@@ -304,7 +309,7 @@ def _step_cells(s: Any) -> list[str]:
             trip]
 
 
-def steps_html(steps: Sequence[Any]) -> str:
+def steps_html(steps: Sequence[StepResult]) -> str:
     """An HTML table of a result's steps (rejected attempts highlighted)."""
     rows, classes = [], []
     for s in steps:
@@ -320,7 +325,7 @@ def steps_html(steps: Sequence[Any]) -> str:
     return table_html(_STEP_HEADERS, rows, classes, numeric=(0, 1))
 
 
-def tripwire_html(info: Any) -> str:
+def tripwire_html(info: TripwireInfo) -> str:
     """The red box that marks a tripwire: processor, hook, reason, metadata."""
     where = f" in <code>{esc(info.hook)}</code>" if getattr(info, "hook", None) else ""
     meta = getattr(info, "metadata", None)
@@ -332,7 +337,7 @@ def tripwire_html(info: Any) -> str:
             f"<b>reason:</b> {esc(info.reason)}{meta_html}</div>")
 
 
-def result_html(result: Any) -> str:
+def result_html(result: AgentResult) -> str:
     """An ``AgentResult``: summary, tripwire/error box, answer, steps, processor timeline, trace."""
     u = result.usage
     kind = "tripwire" if result.tripwire is not None else \
@@ -358,7 +363,7 @@ def result_html(result: Any) -> str:
     return f'<div class="sk-box sk-result">{STYLE}{"".join(parts)}</div>'
 
 
-def result_text(result: Any) -> str:
+def result_text(result: AgentResult) -> str:
     """An ``AgentResult`` as plain text: summary, tripwire, answer, steps and trace tables."""
     u = result.usage
     lines = [f"AgentResult: {result.finish_reason} · {len(result.steps)} step(s) · tokens "

@@ -65,6 +65,7 @@ from ..errors import StreamkitError
 
 if TYPE_CHECKING:
     import psycopg
+    from psycopg.rows import TupleRow
     from psycopg_pool import AsyncConnectionPool
 
 __all__ = ["Call", "Statement", "transact", "transact_pipelined", "shutdown", "retrieve"]
@@ -79,7 +80,7 @@ _SET_TIMEOUTS = ("SELECT set_config('lock_timeout', %s, true), "
 _T = TypeVar("_T")
 
 
-def shutdown(conn: psycopg.AsyncConnection[Any]) -> None:
+def shutdown(conn: psycopg.AsyncConnection[object]) -> None:
     """Shut the connection's socket down under psycopg: whatever it waits for (an answer, room
     to send) ends now with a lost connection, and the connection is broken for good.
 
@@ -124,14 +125,14 @@ class Call:
         self._loop = asyncio.get_running_loop()
         self.at = self._loop.time() + timeout
         self.expired = self.abandoned = self.committing = False
-        self.conn: psycopg.AsyncConnection[Any] | None = None
+        self.conn: psycopg.AsyncConnection[TupleRow] | None = None
 
     def left(self) -> float:
         """Seconds of the budget left (0 when spent)."""
         return max(0.0, self.at - self._loop.time())
 
     @contextmanager
-    def guard(self, conn: psycopg.AsyncConnection[Any]) -> Iterator[None]:
+    def guard(self, conn: psycopg.AsyncConnection[object]) -> Iterator[None]:
         """Cut ``conn`` if the budget runs out while the block runs."""
         timer = self._loop.call_at(self.at, self._expire)
         try:
@@ -157,7 +158,7 @@ class Call:
 
 
 async def transact(pool: AsyncConnectionPool, call: Call,
-                   fn: Callable[[psycopg.AsyncConnection[Any]], Awaitable[_T]], retries: int,
+                   fn: Callable[[psycopg.AsyncConnection[TupleRow]], Awaitable[_T]], retries: int,
                    error: type[Exception]) -> _T:
     """``fn(connection)`` between ``BEGIN`` (with the server-side timeouts) and ``COMMIT`` on a
     connection of ``pool``, all within ``call``'s budget.

@@ -117,6 +117,7 @@ from ._store import Thread, from_micros, now_micros, to_micros
 
 if TYPE_CHECKING:
     import psycopg
+    from psycopg.rows import TupleRow
     from psycopg_pool import AsyncConnectionPool
 
 __all__ = ["PostgresStore", "SCHEMA_VERSION", "DSN_ENV"]
@@ -279,7 +280,7 @@ class PostgresStore:
         self.where = f"postgresql {_redacted(dsn)} (schema {schema})"
         self.application_name = str(params.get("application_name") or f"streamkit:{schema}")
         # Only what the DSN leaves unset: a DSN's own connect_timeout or name wins.
-        self._connect: dict[str, Any] = {
+        self._connect: dict[str, object] = {
             "autocommit": True, "application_name": self.application_name[:63],
             "connect_timeout": params.get("connect_timeout") or max(2, math.ceil(timeout))}
         self._sizes = (min_size, max_size)
@@ -336,7 +337,7 @@ class PostgresStore:
         finally:
             self._opening.release()
 
-    async def _migrate(self, conn: psycopg.AsyncConnection[Any]) -> None:
+    async def _migrate(self, conn: psycopg.AsyncConnection[TupleRow]) -> None:
         # Processes opening a new schema together: one creates it, the others wait here.
         await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))",
                            (f"streamkit-schema:{self.schema}",))
@@ -379,8 +380,8 @@ class PostgresStore:
                               f"(1 or {SCHEMA_VERSION})")
         await conn.execute(self._q["set_version"], (SCHEMA_VERSION,))
 
-    async def _copy_v1_messages(self, conn: psycopg.AsyncConnection[Any],
-                                names: dict[str, Any]) -> None:
+    async def _copy_v1_messages(self, conn: psycopg.AsyncConnection[TupleRow],
+                                names: dict[str, object]) -> None:
         """Every version-1 message into ``mastra_messages``, 1,000 at a time (a server-side
         cursor: the table may be larger than memory)."""
         insert = self._db.SQL(V1_INSERT).format(**names)

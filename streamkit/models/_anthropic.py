@@ -63,6 +63,7 @@ from ._http import (
     DEFAULT_DEADLINE,
     Deadline,
     HTTPModel,
+    ResponseMetadataFields,
     decode_json,
     error_from_payload,
     json_text,
@@ -347,8 +348,8 @@ class _Usage(msgspec.Struct):
 
 
 class _Message(msgspec.Struct):
-    id: Any = None  # metadata: used when it is a string
-    model: Any = None
+    id: object = None  # metadata: used when it is a string
+    model: object = None
     usage: _Usage | None = None
 
 
@@ -358,8 +359,8 @@ class _ContentBlock(msgspec.Struct):
     thinking: str | None = None
     id: str | None = None
     name: str | None = None
-    input: Any = None
-    data: Any = None  # redacted thinking, passed on as it came
+    input: object = None
+    data: object = None  # redacted thinking, passed on as it came
 
 
 class _Delta(msgspec.Struct):
@@ -384,7 +385,7 @@ class _Event(msgspec.Struct):
     content_block: _ContentBlock | None = None
     delta: _Delta | None = None
     usage: _Usage | None = None
-    error: Any = None
+    error: object = None
 
 
 _decode_event = msgspec.json.Decoder(_Event).decode
@@ -448,9 +449,11 @@ class _MessagesTranslator:
         elif kind == "message_start":
             message = event.message or _Message()
             self.usage.update(_counts(message.usage))
-            fields: dict[str, Any] = {k: v for k, v in (("id", message.id),
-                                                         ("model_id", message.model))
-                                      if isinstance(v, str)}
+            fields: ResponseMetadataFields = {}
+            if isinstance(message.id, str):
+                fields["id"] = message.id
+            if isinstance(message.model, str):
+                fields["model_id"] = message.model
             # held back like OpenAIChatModel's, so an error right after message_start retries
             self.metadata = ResponseMetadata(run_id=self.run_id, from_=_AGENT, **fields)
         elif kind == "message_delta":
@@ -534,15 +537,16 @@ class _MessagesTranslator:
         if block.kind == "text":
             out.append(TextEnd(id=block.id, type="text-end", run_id=run_id, from_=_AGENT))
         elif block.kind == "thinking":
-            extra: dict[str, Any] = {}
             if block.signature:
-                extra = {"signature": block.signature,
-                         "provider_metadata": {"anthropic": {"signature": block.signature}}}
-            out.append(ReasoningEnd(id=block.id, run_id=run_id, from_=_AGENT, **extra))
+                out.append(ReasoningEnd(id=block.id, run_id=run_id, from_=_AGENT,
+                                        signature=block.signature, provider_metadata={
+                                            "anthropic": {"signature": block.signature}}))
+            else:
+                out.append(ReasoningEnd(id=block.id, run_id=run_id, from_=_AGENT))
         else:
             text = "".join(block.args)
             try:
-                args: Any = decode_json(text) if text.strip() else {}
+                args: object = decode_json(text) if text.strip() else {}
             except msgspec.DecodeError:
                 args = text  # passed on raw, like OpenAIChatModel (the tool reports it)
             out.append(ToolCallInputStreamingEnd(tool_call_id=block.id, run_id=run_id,

@@ -33,7 +33,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 import httpx
 import msgspec
@@ -52,7 +52,7 @@ from ._credentials import safe_url, strip_credentials
 __all__ = ["DEFAULT_TIMEOUT", "DEFAULT_DEADLINE", "Deadline", "RetryPolicy", "HTTPSession",
            "parse_retry_after", "retrying", "api_error",
            "error_from_status", "error_from_exception", "error_from_payload", "stream_error",
-           "encode_json", "decode_json", "split_media", "json_text",
+           "encode_json", "decode_json", "split_media", "json_text", "ResponseMetadataFields",
            "unwrap_provider_options",
            "HTTPModel"]
 
@@ -703,3 +703,12 @@ class HTTPModel:
         if isinstance(extra, Mapping):
             headers.update({str(k): str(v) for k, v in extra.items()})
         return headers
+
+
+class ResponseMetadataFields(TypedDict, total=False):
+    """The ``response-metadata`` fields a provider sent (each only when it sent a usable one),
+    spread into ``ResponseMetadata(...)`` by the translators."""
+
+    id: str
+    model_id: str
+    timestamp: datetime

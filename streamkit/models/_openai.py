@@ -18,6 +18,7 @@ model sees and can correct on its next step, which a failed API call would not a
 
 from __future__ import annotations
 
+import builtins
 import os
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -56,6 +57,7 @@ from ._http import (
     DEFAULT_DEADLINE,
     Deadline,
     HTTPModel,
+    ResponseMetadataFields,
     decode_json,
     error_from_payload,
     json_text,
@@ -91,8 +93,12 @@ _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3",
 # --- request -------------------------------------------------------------------------------------
 
 
-def _user_part(part: Any, where: str) -> dict[str, Any]:
-    kind = part.get("type") if isinstance(part, dict) else None
+# dict[str, Any]: a text part's text is joined as it came (a non-str fails the join, as before).
+def _user_part(part: object, where: str) -> dict[str, Any]:
+    if not isinstance(part, dict):
+        raise MessageError(f"{where}: unknown user content part {part!r:.80}; expected a dict "
+                           f"with type 'text', 'image' or 'file'")
+    kind = part.get("type")
     if kind == "text":
         return {"type": "text", "text": part.get("text", "")}
     if kind in ("image", "file"):
@@ -248,7 +254,7 @@ def build_openai_body(model_id: str, request: ModelRequest, *, stream: bool,
 
 class _Function(msgspec.Struct):
     name: str | None = None
-    arguments: Any = None  # a string; some servers send the arguments as an object
+    arguments: object = None  # a string; some servers send the arguments as an object
 
 
 class _CallDelta(msgspec.Struct):
@@ -296,13 +302,14 @@ class _Frame(msgspec.Struct):
     another type fails the decode, so a frame of the wrong shape is an ``APICallError``, never
     an ``AttributeError`` further on. Unknown keys are ignored."""
 
-    id: Any = None  # metadata: used when it is a string
-    model: Any = None
+    # builtins.object: in this class body ``object`` names the field below.
+    id: builtins.object = None  # metadata: used when it is a string
+    model: builtins.object = None
     created: int | float | None = None
     choices: list[_Choice] | None = None
     usage: _Usage | None = None
-    error: Any = None
-    object: Any = None
+    error: builtins.object = None
+    object: builtins.object = None
 
 
 _decode_frame = msgspec.json.Decoder(_Frame).decode
@@ -329,7 +336,7 @@ def _usage(raw: _Usage | None) -> UsagePayload:
 
 
 def _status_of(error: object) -> int | None:
-    code: Any = error.get("code") if isinstance(error, dict) else None
+    code: object = error.get("code") if isinstance(error, dict) else None
     if not (is_int(code) or isinstance(code, str)) or len(str(code)) > 3:
         return None
     try:
@@ -433,7 +440,7 @@ class _ChatTranslator:
         return out
 
     def _metadata(self, frame: _Frame) -> ResponseMetadata:
-        fields: dict[str, Any] = {}
+        fields: ResponseMetadataFields = {}
         if isinstance(frame.id, str):
             fields["id"] = frame.id
         if isinstance(frame.model, str):
@@ -523,7 +530,7 @@ class _ChatTranslator:
                                    self.url, is_retryable=False)
             text = "".join(pending.args)
             try:
-                args: Any = decode_json(text) if text.strip() else {}
+                args: object = decode_json(text) if text.strip() else {}
             except msgspec.DecodeError:
                 args = text  # see the module docstring: the tool's validation reports it
             out.append(ToolCallInputStreamingEnd(tool_call_id=pending.id, run_id=run_id,

@@ -14,7 +14,7 @@ import re
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from ..chunks import (
     Finish,
@@ -38,7 +38,7 @@ from ..chunks import (
 )
 from ..errors import APICallError, InvalidType, ScriptExhausted
 from ..tokens import get_counter
-from ._base import ModelRequest
+from ._base import ModelRequest, ToolChoice, ToolSpec
 
 __all__ = ["ScriptedModel", "FunctionModel", "text", "tool_call", "reasoning", "api_error",
            "ScriptStep"]
@@ -94,7 +94,10 @@ def api_error(status_code: int, message: str, body: str | None = None, *,
     return _APIError(status_code, message, body, is_retryable)
 
 
-ScriptStep = Any  # _Text | _Reasoning | _ToolCall | _APIError | list of those
+#: One part of a scripted step (what ``text``, ``reasoning``, ``tool_call``, ``api_error`` return).
+ScriptPart: TypeAlias = "_Text | _Reasoning | _ToolCall | _APIError"
+#: A scripted step: one part, or a list of them (streamed in order).
+ScriptStep: TypeAlias = "ScriptPart | Sequence[ScriptPart]"
 
 
 _DELTA = re.compile(r"\s*\S+|\s+")
@@ -126,12 +129,12 @@ class RecordedRequest:
 
     prompt: list[dict[str, Any]]
     tools: list[str]
-    tool_choice: Any
+    tool_choice: ToolChoice | None
     model_settings: dict[str, Any]
     provider_options: dict[str, Any]
-    structured_output: Any
+    structured_output: dict[str, Any] | None
     step_number: int = 0
-    tool_specs: list[Any] = field(default_factory=list)
+    tool_specs: list[ToolSpec] = field(default_factory=list)
 
 
 def _record(request: ModelRequest) -> RecordedRequest:
@@ -144,7 +147,8 @@ def _record(request: ModelRequest) -> RecordedRequest:
         tool_specs=list(request.tools))
 
 
-async def _emit_step(step: ScriptStep, request: ModelRequest) -> AsyncIterator[ModelChunk]:
+async def _emit_step(step: object, request: ModelRequest) -> AsyncIterator[ModelChunk]:
+    # object: a FunctionModel's function returns any value; each part is checked below.
     parts = step if isinstance(step, (list, tuple)) else [step]
     run_id = request.run_id
     frm = "AGENT"

@@ -9,11 +9,14 @@ a misspelled hook is caught at registration instead of silently never running.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ._chain import StreamChain
 from ._runtime import RequestRuntime, Writer
 from ._spec import ProcessorSpec, register
+
+if TYPE_CHECKING:
+    from ..chunks import Chunk
 
 __all__ = [
     "Processor", "Pipeline", "InputProcessor", "OutputProcessor", "ErrorProcessor",
@@ -156,20 +159,20 @@ class Pipeline(Processor):
     """
 
     def __init__(self, *members: object, id: str | None = None) -> None:
-        flat: list[Any] = []
+        flat: list[object] = []
         for member in members:
             if isinstance(member, Pipeline):
                 flat.extend(member.members)
             else:
                 flat.append(member)
-        self.members: tuple[Any, ...] = tuple(flat)
+        self.members: tuple[object, ...] = tuple(flat)
         super().__init__(id if id is not None else
                          " | ".join(str(getattr(m, "id", "?")) for m in self.members))
         # Read as registration reads them, so the flags match the members' specs.
         self.process_data_parts = any(bool(getattr(m, "process_data_parts", False))
                                       for m in self.members)
         self.multi_emit = any(bool(getattr(m, "multi_emit", False)) for m in self.members)
-        self._hook: Callable[..., Any] | None = None
+        self._hook: Callable[..., object] | None = None
         self._specs: list[ProcessorSpec] | None = None
 
     # -- the composite's own flags and hooks (see the class docstring) -------------------------
@@ -180,7 +183,7 @@ class Pipeline(Processor):
         return self._specs
 
     @property
-    def process_output_stream(self) -> Callable[..., Any] | None:
+    def process_output_stream(self) -> Callable[..., object] | None:
         """The members' stream hooks as one (``None`` when no member has one)."""
         if self._hook is None:
             streams = [s for s in self._member_specs() if "process_output_stream" in s.hooks]
@@ -191,10 +194,11 @@ class Pipeline(Processor):
         return self._hook
 
     @property
-    def flush_output_stream(self) -> Callable[..., Any] | None:
+    def flush_output_stream(self) -> Callable[..., object] | None:
         """Flush every member in order (``None`` when no member flushes)."""
         return self._flush if any(s.flush for s in self._member_specs()) else None
 
+    # Any: the state holds the members' states under their ids and the chain under _CHAIN.
     def _chain(self, state: dict[Any, Any], writer: Writer | None, message_list: object,
                request_context: object, retry_count: int) -> StreamChain:
         chain = state.get(_CHAIN)
@@ -206,15 +210,15 @@ class Pipeline(Processor):
         chain.retry_count = retry_count
         return chain
 
-    def _push(self, part: Any, state: dict[object, object], writer: Writer | None = None,
-              message_list: Any = None, request_context: Any = None, retry_count: int = 0
-              ) -> Any:
+    def _push(self, part: Chunk, state: dict[object, object], writer: Writer | None = None,
+              message_list: object = None, request_context: object = None, retry_count: int = 0
+              ) -> object:
         return self._chain(state, writer, message_list, request_context, retry_count).push(part)
 
-    async def _push_async(self, part: Any, state: dict[object, object],
+    async def _push_async(self, part: Chunk, state: dict[object, object],
                           writer: Writer | None = None,
-                          message_list: Any = None, request_context: Any = None,
-                          retry_count: int = 0) -> Any:
+                          message_list: object = None, request_context: object = None,
+                          retry_count: int = 0) -> object:
         return await self._chain(state, writer, message_list, request_context,
                                  retry_count).push(part)
 
@@ -232,7 +236,7 @@ class Pipeline(Processor):
     def __ror__(self, other: object) -> Pipeline:
         return Pipeline(other, self)
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[object]:
         return iter(self.members)
 
     def __len__(self) -> int:
@@ -242,14 +246,14 @@ class Pipeline(Processor):
         return f"Pipeline({', '.join(repr(m) for m in self.members)})"
 
 
-def flatten_processors(processors: object) -> list[Any]:
+def flatten_processors(processors: object) -> list[object]:
     """Flatten a processor, a ``Pipeline`` or an iterable of them into a plain list."""
     if processors is None:
         return []
     if isinstance(processors, Pipeline):
         return list(processors.members)
     if isinstance(processors, (list, tuple)):
-        out: list[Any] = []
+        out: list[object] = []
         for p in processors:
             out.extend(flatten_processors(p) if isinstance(p, (Pipeline, list, tuple)) else [p])
         return out

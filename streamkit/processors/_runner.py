@@ -83,7 +83,7 @@ class StepOverrides:
     model_settings: Mapping[str, Any] | None = None
     structured_output: type | Mapping[str, Any] | None = None
 
-    def set_fields(self) -> dict[str, Any]:
+    def set_fields(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if getattr(self, f.name) is not None}
 
@@ -109,11 +109,11 @@ class MessagesUpdate:
         ...     return MessagesUpdate(messages=[m for m in messages if get_text(m).strip()])
     """
 
-    messages: Sequence[Any] | None = None
-    system_messages: Sequence[Any] | None = None
+    messages: Sequence[MessageLike] | None = None
+    system_messages: Sequence[MessageLike] | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def as_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {}
         if self.messages is not None:
             out["messages"] = list(self.messages)
         if self.system_messages is not None:
@@ -138,8 +138,8 @@ class LLMRequestUpdate:
     prompt: list[PromptMessage] | None = None
     response: Sequence[Chunk] | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def as_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {}
         if self.prompt is not None:
             out["prompt"] = self.prompt
         if self.response is not None:
@@ -160,7 +160,7 @@ class APIErrorResult:
 
 
 async def call_hook(runtime: RequestRuntime, spec: ProcessorSpec, hook: str,
-                    available: dict[str, Any], step: int | None) -> Any:
+                    available: dict[str, object], step: int | None) -> Any:
     """Call one hook with the arguments it asks for; record it in the trace.
 
     TripWire: its ``processor_id`` is filled in, ``on_violation`` is called, and it is re-raised.

@@ -62,7 +62,7 @@ class TraceRecord:
     detail: str | None = None
     first_chunk_delay: float | None = None
 
-    def as_row(self) -> dict[str, Any]:
+    def as_row(self) -> dict[str, object]:
         return {"processor": self.processor_id, "hook": self.hook, "step": self.step,
                 "calls": self.calls, "dropped": self.dropped, "ms": round(self.duration * 1e3, 3),
                 "outcome": self.outcome, "detail": self.detail,

@@ -98,7 +98,7 @@ class HookSpec:
         """Whether this hook receives ``param``."""
         return self.wants_all or param in self.params
 
-    def call_kwargs(self, available: dict[str, Any]) -> dict[str, Any]:
+    def call_kwargs(self, available: dict[str, object]) -> dict[str, object]:
         """Select the keyword arguments this hook asks for from everything ``available``."""
         if self.wants_all:
             return available

@@ -36,6 +36,8 @@ Example:
 
 from ._execute import replay
 from ._report import ProcessorReport, ReplayReport
+from ._run import ReplayRow as ReplayRow  # the type of a row (on_stream=); not in __all__
+from ._run import TripwireCell as TripwireCell
 from ._run import load_pipeline
 from ._sources import MemorySource, RecordedStream, read_streams
 

@@ -28,10 +28,11 @@ import sys
 import threading
 from collections.abc import Mapping
 from types import FrameType
-from typing import IO, Any
+from typing import IO
 
 from streamkit.errors import StreamkitError
 from streamkit.memory import PostgresStore, SQLiteStore
+from streamkit.memory._store import MessageStore
 
 from ._deadline import DEFAULT_DEADLINE
 from ._execute import replay
@@ -40,7 +41,7 @@ from ._sources import MemorySource
 __all__ = ["add_parser", "run"]
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``replay`` sub-command to ``sub`` (an ``argparse`` sub-parsers object)."""
     p = sub.add_parser("replay", help="run a processor pipeline over recorded streams and "
                                       "report what each processor did")
@@ -92,7 +93,7 @@ def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 def _source(text: str, args: argparse.Namespace) -> object:
     if text.startswith("sqlite:"):
-        store: Any = SQLiteStore(text.removeprefix("sqlite:"))
+        store: MessageStore = SQLiteStore(text.removeprefix("sqlite:"))
     elif text.startswith(("postgresql://", "postgres://")):
         store = PostgresStore(text, schema=args.pg_schema)
     else:

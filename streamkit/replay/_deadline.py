@@ -35,8 +35,8 @@ import ctypes
 import signal
 import threading
 import time
+from collections.abc import Callable
 from types import FrameType
-from typing import Any
 
 __all__ = ["DeadlineExceeded", "StreamClock", "DEFAULT_DEADLINE", "GRACE", "message"]
 
@@ -108,7 +108,7 @@ class StreamClock:
         self._raised = False  # the watchdog raised in the stream's thread since its start
         self._signals = threading.current_thread() is threading.main_thread() \
             and hasattr(signal, "setitimer")
-        self._previous: Any = None
+        self._previous: Callable[[int, FrameType | None], object] | int | None = None
         self._watchdog: threading.Thread | None = None
         if self._signals:
             self._previous = signal.signal(signal.SIGALRM, self._on_alarm)

@@ -41,7 +41,8 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from types import ModuleType
+from typing import TextIO
 
 from streamkit.errors import InvalidArgument, InvalidType, StreamkitError
 from streamkit.validate import int_at_least, optional_int_at_least, optional_seconds
@@ -50,7 +51,7 @@ from ._deadline import DEFAULT_DEADLINE
 from ._isolate import process_rows
 from ._ray import check_output, ray_replay
 from ._report import ProcessorReport, ReplayReport
-from ._run import load_pipeline, pipeline_payload, processor_ids, replay_rows
+from ._run import ReplayRow, load_pipeline, pipeline_payload, processor_ids, replay_rows
 from ._sources import RecordedStream, _run_async, read_streams
 
 __all__ = ["replay"]
@@ -87,7 +88,7 @@ def _batches(streams: list[RecordedStream], size: int) -> list[list[RecordedStre
     return [streams[i:i + size] for i in range(0, len(streams), size)]
 
 
-def _ray_started(target: object) -> tuple[Any, bool]:
+def _ray_started(target: object) -> tuple[ModuleType, bool]:
     """Ray, initialised: ``(ray, started)`` — whether this replay started it (and must shut it
     down)."""
     # Ray takes seconds to import and is an optional extra: only a Ray replay loads it.
@@ -112,7 +113,7 @@ def _ray_started(target: object) -> tuple[Any, bool]:
 
 def replay(sources: Iterable[object] | str, pipeline: object, *, ray: object = None,
            processes: int | None = None, batch_size: int = 200,
-           on_stream: Callable[[dict[str, Any]], object] | None = None,
+           on_stream: Callable[[ReplayRow], object] | None = None,
            progress: bool = False, progress_stream: TextIO | None = None,
            deadline: float | None = DEFAULT_DEADLINE, output: str | Path | None = None,
            output_format: str = "json") -> ReplayReport:
@@ -191,7 +192,7 @@ def replay(sources: Iterable[object] | str, pipeline: object, *, ray: object = N
     batches = _batches(streams, batch_size)
     workers = min(processes or os.cpu_count() or 1, max(1, len(batches)))
     if not batches:
-        results: Iterator[list[dict[str, Any]]] = iter(())
+        results: Iterator[list[ReplayRow]] = iter(())
     elif processes == 1:
         workers = 1
         results = (replay_rows(resolved, batch, deadline, _run_async) for batch in batches)

@@ -40,12 +40,12 @@ from collections.abc import Iterator
 from multiprocessing import get_context
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
-from typing import Any
+from typing import Any, Literal, Protocol, TypeAlias
 
 from streamkit.errors import StreamkitError
 
 from ._deadline import GRACE, message
-from ._run import error_row, pipeline_of, replay_rows
+from ._run import ReplayRow, error_row, pipeline_of, replay_rows
 from ._sources import RecordedStream
 
 __all__ = ["StreamWorker", "process_rows", "RETRIES", "HARD_MARGIN", "START_TIMEOUT",
@@ -78,18 +78,27 @@ FLUSH_ROWS = 64
 FLUSH_SECONDS = 0.05
 
 
+class Progress(Protocol):
+    """``[index of the running stream, when it started]`` shared with a worker process (a
+    ``RawArray("d", 2)``; a list in the parent until the first child starts)."""
+
+    def __getitem__(self, i: int, /) -> float: ...
+
+    def __setitem__(self, i: int, value: float, /) -> None: ...
+
+
 class _RowSender:
     """A worker process's rows of one batch: sent ``FLUSH_ROWS`` at a time or after
     ``FLUSH_SECONDS``, with ``progress`` kept up to date after every stream."""
 
-    def __init__(self, conn: Connection, progress: Any) -> None:
+    def __init__(self, conn: Connection, progress: Progress) -> None:
         self.conn, self.progress = conn, progress
-        self.held: list[dict[str, Any]] = []
+        self.held: list[ReplayRow] = []
         self.done = 0
         self.flushed = time.monotonic()
         progress[1], progress[0] = self.flushed, 0
 
-    def add(self, row: dict[str, Any]) -> None:
+    def add(self, row: ReplayRow) -> None:
         self.held.append(row)
         now = time.monotonic()
         self.done += 1
@@ -104,7 +113,7 @@ class _RowSender:
 
 
 def _child(conn: Connection, payload: tuple[str, object], deadline: float | None, parent: int,
-           progress: object) -> None:
+           progress: Progress) -> None:
     """A worker process: build the pipeline once, then replay each batch it is sent, sending
     ``("rows", [row, ...])`` as streams end. ``progress`` (shared memory: stream index within
     the batch, its monotonic start) says which stream runs, so its owner knows whom a death or
@@ -159,11 +168,11 @@ class StreamWorker:
         >>> worker.close()
     """
 
-    def __init__(self, payload: tuple[str, Any], deadline: float | None, *,
+    def __init__(self, payload: tuple[str, object], deadline: float | None, *,
                  retries: int = RETRIES) -> None:
         self._payload, self._deadline, self._retries = payload, deadline, retries
         self._child: tuple[BaseProcess, Connection] | None = None
-        self._progress: Any = [0.0, 0.0]
+        self._progress: Progress = [0.0, 0.0]
         self._closed = False
 
     def _start(self) -> None:
@@ -206,7 +215,7 @@ class StreamWorker:
             return ("late", None)
         try:
             if conn.poll():  # rows sent just before the child died come first
-                got: tuple[str, Any] = conn.recv()
+                got: tuple[str, object] = conn.recv()
                 return got
         except (EOFError, OSError):
             pass
@@ -218,7 +227,7 @@ class StreamWorker:
         started, index = self._progress[1], self._progress[0]
         return int(index), started
 
-    def replay(self, streams: list[RecordedStream]) -> Iterator[dict[str, Any]]:
+    def replay(self, streams: list[RecordedStream]) -> Iterator[ReplayRow]:
         """Each stream's row (in order, but for streams replayed again after a death); a
         stream that killed its process ``retries + 1`` times or that only a kill could stop
         has its reason in its row."""
@@ -311,8 +320,13 @@ class StreamWorker:
         self.stop()
 
 
+#: What a driver thread reports: a batch's rows, the error that stopped it, or that it is done.
+_Report: TypeAlias = ("tuple[Literal['rows'], list[ReplayRow]] "
+                      "| tuple[Literal['error'], BaseException] | tuple[Literal['done'], None]")
+
+
 def process_rows(payload: tuple[str, object], batches: list[list[RecordedStream]], workers: int,
-                 deadline: float | None) -> Iterator[list[dict[str, Any]]]:
+                 deadline: float | None) -> Iterator[list[ReplayRow]]:
     """Replay ``batches`` on ``workers`` ``StreamWorker``s; each batch's rows as it ends.
 
     Each worker is driven by a thread of this process (the threads only wait on pipes). When
@@ -322,11 +336,11 @@ def process_rows(payload: tuple[str, object], batches: list[list[RecordedStream]
     todo: queue.SimpleQueue[list[RecordedStream]] = queue.SimpleQueue()
     for batch in batches:
         todo.put(batch)
-    results: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=workers * 2)
+    results: queue.Queue[_Report] = queue.Queue(maxsize=workers * 2)
     stopping = threading.Event()
     pool = [StreamWorker(payload, deadline) for _ in range(workers)]
 
-    def put(item: tuple[str, object]) -> None:
+    def put(item: _Report) -> None:
         while not stopping.is_set():
             try:
                 results.put(item, timeout=0.2)
@@ -358,15 +372,16 @@ def process_rows(payload: tuple[str, object], batches: list[list[RecordedStream]
     try:
         while finished < len(threads):
             try:
-                kind, value = results.get(timeout=0.5)
+                report = results.get(timeout=0.5)
             except queue.Empty:
                 continue
-            if kind == "rows":
-                yield value
-            elif kind == "error":
-                raise value
-            else:
-                finished += 1
+            match report:
+                case ("rows", rows):
+                    yield rows
+                case ("error", error):
+                    raise error
+                case _:
+                    finished += 1
     finally:
         stopping.set()
         for worker in pool:

@@ -57,15 +57,16 @@ import sys
 import sysconfig
 import tempfile
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from streamkit.errors import InvalidArgument, StreamkitError
 
 from ._isolate import StreamWorker
 from ._report import ReplayReport
-from ._run import COUNTS
+from ._run import COUNTS, ReplayRow
 from ._sources import (
     SUFFIXES,
     RecordedStream,
@@ -106,10 +107,10 @@ def row_schema(processor_ids: Iterable[str]) -> Any:
         ("processors", pa.struct([(pid, counts) for pid in dict.fromkeys(processor_ids)]))])
 
 
-def rows_of(table: Any) -> list[dict[str, Any]]:
+def rows_of(table: Any) -> list[ReplayRow]:
     """The rows of an Arrow table of rows, as ``_run.replay_stream`` returned them (a
     processor a failed stream never reached is absent, not null)."""
-    rows: list[dict[str, Any]] = table.to_pylist()
+    rows: list[ReplayRow] = table.to_pylist()
     for row in rows:
         row["processors"] = {pid: counts for pid, counts in (row["processors"] or {}).items()
                              if counts is not None}
@@ -157,11 +158,11 @@ def _partial(batch: object) -> Any:
     return _arrow().Table.from_pylist([{"partial": pickle.dumps(report)}])
 
 
-def shipped_modules(payload: tuple[str, Any]) -> list[str]:
+def shipped_modules(payload: tuple[str, str | bytes]) -> list[str]:
     """The local paths of the modules ``payload`` names that the workers cannot import from
     an installation: packages and modules outside site-packages and the standard library."""
-    kind, value = payload
-    if kind == "spec":
+    _, value = payload
+    if isinstance(value, str):  # a "spec" payload: module:attribute
         names = {value.split(":")[0]}
     else:  # every string of the pickle that names a loaded module: its globals' modules
         names = {arg for _, arg, _ in pickletools.genops(value)
@@ -257,10 +258,10 @@ def check_output(output: str) -> None:
                               f"directory; name a new or empty directory (or URI) for the rows")
 
 
-def ray_replay(ray: Any, sources: list[Any], payload: tuple[str, Any],
+def ray_replay(ray: ModuleType, sources: Sequence[object], payload: tuple[str, str | bytes],
                processor_ids: list[str], report: ReplayReport, *, batch_size: int,
                deadline: float | None, output: str | None, output_format: str,
-               on_stream: Callable[[dict[str, Any]], Any] | None) -> None:
+               on_stream: Callable[[ReplayRow], object] | None) -> None:
     """Run the replay on the Ray instance ``ray`` (initialised, ``ray.data`` imported) and add
     its rows to ``report`` (see the module docstring)."""
     data = ray.data
@@ -280,11 +281,11 @@ def ray_replay(ray: Any, sources: list[Any], payload: tuple[str, Any],
                   on_stream=on_stream, cpus=cpus, exceptions=ray.exceptions)
 
 
-def _run_plan(data: Any, sources: list[object], payload: tuple[str, object],
+def _run_plan(data: ModuleType, sources: Sequence[object], payload: tuple[str, str | bytes],
               processor_ids: list[str], report: ReplayReport, *, batch_size: int,
               deadline: float | None, output: str | None, output_format: str,
-              on_stream: Callable[[dict[str, object]], object] | None, cpus: int,
-              exceptions: Any) -> None:
+              on_stream: Callable[[ReplayRow], object] | None, cpus: int,
+              exceptions: ModuleType) -> None:
     pa = _arrow()
     retries = {"max_retries": RAY_RETRIES}
     parts: list[Any] = []

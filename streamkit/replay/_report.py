@@ -8,9 +8,8 @@ text and JSON renderings. What does not: producing the rows (``_run``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from ._run import COUNTS
+from ._run import COUNTS, ReplayRow
 
 __all__ = ["ProcessorReport", "ReplayReport"]
 
@@ -91,7 +90,7 @@ class ReplayReport:
     workers: int = 1
     seconds: float = 0.0
 
-    def add(self, row: dict[str, Any]) -> None:
+    def add(self, row: ReplayRow) -> None:
         """Add one stream's result row."""
         self.streams += 1
         self.chunks += row["chunks"]
@@ -127,14 +126,14 @@ class ReplayReport:
     def streams_per_second(self) -> float:
         return self.streams / self.seconds if self.seconds > 0 else 0.0
 
-    def counts(self) -> dict[str, Any]:
+    def counts(self) -> dict[str, object]:
         """Everything that does not depend on timing or on where it ran: equal for two replays
         of the same streams and pipeline, locally or on Ray."""
         return {"streams": self.streams, "chunks": self.chunks, "delivered": self.delivered,
                 "tripped": self.tripped, "errors": self.errors,
                 "processors": {pid: p.counts() for pid, p in self.processors.items()}}
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The report as JSON-able data (the ``summary`` line of ``--json``)."""
         return {**self.counts(), "mode": self.mode, "workers": self.workers,
                 "seconds": round(self.seconds, 3),

@@ -27,8 +27,9 @@ import inspect
 import pickle
 from collections import Counter
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
+from streamkit.chunks import Chunk
 from streamkit.errors import ChunkDecodeError, InvalidArgument, InvalidType, StreamkitError
 from streamkit.ops import apply
 from streamkit.processors._base import flatten_processors
@@ -46,6 +47,28 @@ COUNTS = ("in", "out", "dropped", "rewritten", "added", "redactions", "tripwires
 _PROBE = "streamkit-replay-probe-"
 
 
+class TripwireCell(TypedDict):
+    """``tripwire`` of a row: which processor tripped, and why."""
+
+    processor: str | None
+    reason: str | None
+
+
+class ReplayRow(TypedDict):
+    """One stream's result (``replay_stream``): what ``replay(on_stream=...)`` receives, what
+    ``--json`` writes and what the Ray job stores (``_ray.row_schema``).
+
+    ``processors`` maps each processor id to its counts (``COUNTS`` and ``ns``, all ints).
+    """
+
+    stream: str
+    chunks: int
+    delivered: int
+    tripwire: TripwireCell | None
+    error: str | None
+    processors: dict[str, dict[str, int]]
+
+
 class _Probe:
     """Pass-through stream processor that keeps every chunk leaving the processor before it."""
 
@@ -53,17 +76,17 @@ class _Probe:
 
     def __init__(self, n: int) -> None:
         self.id = f"{_PROBE}{n}"
-        self.seen: list[Any] = []
+        self.seen: list[Chunk] = []
         seen = self.seen
 
-        def hook(part: object) -> object:
+        def hook(part: Chunk) -> Chunk:
             seen.append(part)
             return part
 
         self.process_output_stream = hook
 
 
-def load_pipeline(spec: str) -> Any:
+def load_pipeline(spec: str) -> object:
     """The pipeline named by ``spec`` = ``"module:attribute"`` (dotted attributes allowed). A
     function or class found there is called with no arguments (a factory); anything else — a
     processor, a ``Pipeline``, a list — is the pipeline.
@@ -79,7 +102,7 @@ def load_pipeline(spec: str) -> Any:
                               f"'myapp.guards:PIPELINE'), got {spec!r}")
     module_name, attr = spec.split(":")
     try:
-        target: Any = importlib.import_module(module_name)
+        target: object = importlib.import_module(module_name)
     except ImportError as exc:
         raise InvalidArgument(f"pipeline {spec!r}: module {module_name!r} cannot be imported "
                               f"({exc}); is it on PYTHONPATH?") from exc
@@ -97,11 +120,11 @@ def processor_ids(pipeline: object) -> list[str]:
     return [str(getattr(p, "id", "?")) for p in flatten_processors(pipeline)]
 
 
-def _counts(seen_in: list[Any], seen_out: list[Any]) -> dict[str, int]:
+def _counts(seen_in: list[Chunk], seen_out: list[Chunk]) -> dict[str, int]:
     # Match outputs to inputs one to one: first the very objects, then equal new objects (a
     # map whose function changed nothing); an object emitted twice matches once.
     available = Counter(id(c) for c in seen_in)
-    unmatched: list[Any] = []
+    unmatched: list[Chunk] = []
     for c in seen_out:
         if available[id(c)] > 0:
             available[id(c)] -= 1
@@ -134,7 +157,7 @@ def _redactions(state: Mapping[str, object]) -> int:
     return found
 
 
-def error_row(stream: RecordedStream, error: str | None = None) -> dict[str, Any]:
+def error_row(stream: RecordedStream, error: str | None = None) -> ReplayRow:
     """The row of ``stream`` before (or instead of) its replay: nothing delivered, ``error``
     (or the stream's own read error)."""
     return {"stream": stream.id, "chunks": len(stream.chunks), "delivered": 0,
@@ -142,7 +165,7 @@ def error_row(stream: RecordedStream, error: str | None = None) -> dict[str, Any
 
 
 async def replay_stream(pipeline: object, stream: RecordedStream, *,
-                        deadline: float | None = None) -> dict[str, Any]:
+                        deadline: float | None = None) -> ReplayRow:
     """Replay one recorded stream; its result row (see the module docstring).
 
     Args:
@@ -167,7 +190,7 @@ async def replay_stream(pipeline: object, stream: RecordedStream, *,
         row["error"] = f"ChunkDecodeError: {exc}"
         return row
     probes = [_Probe(n) for n in range(len(processors) + 1)]
-    chain: list[Any] = [probes[0]]
+    chain: list[object] = [probes[0]]
     for processor, probe in zip(processors, probes[1:], strict=True):
         chain += [processor, probe]
     applied = apply(chunks, chain, run_id=stream.id, timed=True)
@@ -191,7 +214,7 @@ async def replay_stream(pipeline: object, stream: RecordedStream, *,
         if rec.hook == "process_output_stream" and not rec.processor_id.startswith(_PROBE):
             ns[rec.processor_id] = ns.get(rec.processor_id, 0) + round(rec.duration * 1e9)
     for n, pid in enumerate(ids):
-        counts: dict[str, Any] = _counts(probes[n].seen, probes[n + 1].seen)
+        counts = _counts(probes[n].seen, probes[n + 1].seen)
         counts["redactions"] = _redactions(applied.state(pid))
         counts["tripwires"] = int(tripwire is not None and tripwire.processor_id == pid)
         counts["ns"] = ns.get(pid, 0)
@@ -199,7 +222,7 @@ async def replay_stream(pipeline: object, stream: RecordedStream, *,
     return row
 
 
-def pipeline_payload(pipeline: object) -> tuple[str, Any]:
+def pipeline_payload(pipeline: object) -> tuple[str, str | bytes]:
     """What a worker needs to rebuild ``pipeline``: its ``module:attribute`` (imported there),
     or the pickled object.
 
@@ -217,28 +240,30 @@ def pipeline_payload(pipeline: object) -> tuple[str, Any]:
             f"'module:attribute' instead, or replay in this process with processes=1") from exc
 
 
-_LOADED: dict[Any, Any] = {}
+_LOADED: dict[tuple[str, object], object] = {}
 
 
-def pipeline_of(payload: tuple[str, Any]) -> Any:
+def pipeline_of(payload: tuple[str, object]) -> object:
     """The worker's pipeline for ``payload``, built once per process."""
     kind, value = payload
     key = (kind, value)
     if key not in _LOADED:
-        if kind == "spec":
+        if kind == "spec" and isinstance(value, str):
             _LOADED[key] = load_pipeline(value)
-        elif kind == "pickle":
+        elif kind == "pickle" and isinstance(value, bytes):
             _LOADED[key] = pickle.loads(value)
         else:
-            raise InvalidType(f"unknown pipeline payload kind {kind!r}")
+            raise InvalidType(f"unknown pipeline payload kind {kind!r}" if kind not in
+                              ("spec", "pickle") else f"a {kind!r} pipeline payload holds a "
+                              f"{type(value).__name__}")
     return _LOADED[key]
 
 
 async def replay_all(pipeline: object, streams: list[RecordedStream], *,
                      deadline: float | None = None,
-                     rows: list[dict[str, Any]] | None = None,
-                     on_row: Callable[[dict[str, Any]], object] | None = None
-                     ) -> list[dict[str, Any]]:
+                     rows: list[ReplayRow] | None = None,
+                     on_row: Callable[[ReplayRow], object] | None = None
+                     ) -> list[ReplayRow]:
     """Replay ``streams`` one after the other, each within ``deadline``; their result rows
     (appended to ``rows`` as each ends, when given, and passed to ``on_row``)."""
     rows = [] if rows is None else rows
@@ -267,12 +292,12 @@ async def replay_all(pipeline: object, streams: list[RecordedStream], *,
 
 def replay_rows(pipeline: object, streams: list[RecordedStream], deadline: float | None,
                 run: Callable[[Any], object] = asyncio.run,
-                on_row: Callable[[dict[str, Any]], object] | None = None) -> list[dict[str, Any]]:
+                on_row: Callable[[ReplayRow], object] | None = None) -> list[ReplayRow]:
     """``replay_all`` from sync code, with ``run`` (``asyncio.run``, or one that also works
     under a running loop). A ``DeadlineExceeded`` that the watchdog raised while the event loop
     ran its own code (between two steps of the stream) ends that loop: the stream is reported
     as past its deadline and the rest are replayed on a new loop."""
-    rows: list[dict[str, Any]] = []
+    rows: list[ReplayRow] = []
     while len(rows) < len(streams):
         try:
             run(replay_all(pipeline, streams[len(rows):], deadline=deadline, rows=rows,
@@ -287,7 +312,7 @@ def replay_rows(pipeline: object, streams: list[RecordedStream], deadline: float
 
 
 def replay_batch(payload: tuple[str, object], streams: list[RecordedStream],
-                 deadline: float | None = None) -> list[dict[str, Any]]:
+                 deadline: float | None = None) -> list[ReplayRow]:
     """Replay ``streams`` with one event loop: what a worker process or a Ray task runs.
 
     Args:

@@ -38,16 +38,21 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Coroutine, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
 from streamkit.errors import ChunkDecodeError, InvalidArgument, InvalidType
 from streamkit.messages import Message, ReasoningPart, TextPart, ToolInvocationPart
 from streamkit.wire import SSEParser
+
+if TYPE_CHECKING:
+    from streamkit.memory._store import MessageStore
+
+T = TypeVar("T")
 
 __all__ = ["RecordedStream", "MemorySource", "read_streams", "split_file", "corpus_files",
            "dangling", "SUFFIXES"]
@@ -91,7 +96,7 @@ class MemorySource:
         >>> report = replay([source], "guards:PIPELINE")
     """
 
-    store: Any
+    store: MessageStore
     resource_ids: Sequence[str] = ()
     thread_ids: Sequence[str] = ()
     close: bool = True
@@ -289,27 +294,28 @@ async def _read_memory(source: MemorySource) -> list[RecordedStream]:
             await source.store.close()
 
 
-def _run_async(coro: Any) -> Any:
+def _run_async(coro: Coroutine[object, object, T]) -> T:
     """Run ``coro`` to its end from sync code, also when this thread already runs a loop (a
     notebook): then on a helper thread with its own loop."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
-    box: dict[str, Any] = {}
+    value: list[T] = []
+    error: list[BaseException] = []
 
     def target() -> None:
         try:
-            box["value"] = asyncio.run(coro)
+            value.append(asyncio.run(coro))
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = exc
+            error.append(exc)
 
     worker = threading.Thread(target=target, name="streamkit-replay-read")
     worker.start()
     worker.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    if error:
+        raise error[0]
+    return value[0]
 
 
 def read_streams(sources: Iterable[object]) -> Iterator[RecordedStream]:

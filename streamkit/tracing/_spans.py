@@ -50,14 +50,14 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
 
 from .._loop_nodes import (
     PROCESS_API_ERROR,
@@ -106,7 +106,7 @@ _SETTINGS = {
     "presencePenalty": "gen_ai.request.presence_penalty",
 }
 
-_cached: tuple[Any, trace.Tracer] | None = None
+_cached: tuple[trace.TracerProvider, trace.Tracer] | None = None
 
 
 def _version() -> str:
@@ -123,7 +123,7 @@ def _version() -> str:
 _VERSION = _version()
 
 
-def tracer_for(provider: Any, capture: bool) -> SpanTracer | None:
+def tracer_for(provider: trace.TracerProvider | None, capture: bool) -> SpanTracer | None:
     """A ``SpanTracer`` for one run, or ``None`` when ``provider`` (default: the global one)
     would record nothing (none set, or a no-op provider)."""
     global _cached
@@ -164,7 +164,7 @@ def _model_attrs(provider: str | None, model_id: str | None) -> tuple[str, str]:
     return (provider if provider else "unknown", model_id if model_id is not None else "")
 
 
-def _setting(value: object) -> Any:
+def _setting(value: object) -> AttributeValue | None:
     if isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, str):
@@ -236,7 +236,7 @@ class SpanTracer:
     def _begin(self, ev: RunStarted) -> None:
         provider, model_id = _model_attrs(ev.provider, ev.model_id)
         name = ev.agent_name or ev.agent_id
-        attrs: dict[str, Any] = {
+        attrs: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name,
             "gen_ai.agent.id": ev.agent_id, "gen_ai.provider.name": provider,
             "gen_ai.request.model": model_id, "streamkit.run_id": ev.run_id}
@@ -315,7 +315,7 @@ class SpanTracer:
     def _start_chat(self, ev: ModelStarted) -> None:
         self._end_chat(delivered=False)  # never two open calls (the graph does not allow it)
         provider, model_id = _model_attrs(ev.provider, ev.model_id)
-        attrs: dict[str, Any] = {
+        attrs: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "chat", "gen_ai.provider.name": provider,
             "gen_ai.request.model": model_id, "gen_ai.request.stream": True,
             "streamkit.step.number": ev.step_number}
@@ -386,7 +386,7 @@ class SpanTracer:
     def _start_tool(self, ev: ToolCalled) -> None:
         ctx = self._in_step()
         name, cid = ev.tool_name, ev.tool_call_id
-        attrs: dict[str, Any] = {"gen_ai.operation.name": "execute_tool",
+        attrs: dict[str, AttributeValue] = {"gen_ai.operation.name": "execute_tool",
                                  "gen_ai.tool.name": name, "gen_ai.tool.call.id": cid,
                                  "gen_ai.tool.type": "function"}
         if ev.description:
@@ -462,7 +462,7 @@ class SpanTracer:
 
     def _processor_span(self, ev: HookCalled, start: int, end: int, ctx: Context,
                         retry: bool) -> None:
-        attrs: dict[str, Any] = {
+        attrs: dict[str, AttributeValue] = {
             "streamkit.processor.id": ev.processor_id, "streamkit.processor.hook": ev.hook,
             "streamkit.processor.outcome": ev.outcome, "streamkit.processor.retry": retry,
             "streamkit.processor.calls": ev.calls, "streamkit.processor.dropped": ev.dropped,
@@ -482,7 +482,7 @@ class SpanTracer:
 
 
 #: Event class → what the span tracer does with it (the per-chunk events are not asked for).
-_HANDLERS: dict[type[Any], Any] = {
+_HANDLERS: dict[type[RunEvent], Callable[..., None]] = {
     RunStarted: SpanTracer._begin, RunFinished: SpanTracer._end,
     Transition: SpanTracer._transition, StepStarted: SpanTracer._start_step,
     StepFinished: SpanTracer._step_finished, ModelStarted: SpanTracer._start_chat,
