@@ -235,7 +235,7 @@ class GuardedH11Protocol(_Guard, H11Protocol):
     """
 
     def __init__(self, config: uvicorn.Config, server_state: ServerState,
-                 app_state: dict[str, Any], _loop: asyncio.AbstractEventLoop | None = None
+                 app_state: dict[str, object], _loop: asyncio.AbstractEventLoop | None = None
                  ) -> None:
         super().__init__(config, server_state, app_state, _loop)
         self._guard_init(config)
@@ -356,7 +356,7 @@ class GuardedHttpToolsProtocol(_Guard, HttpToolsProtocol):
     """
 
     def __init__(self, config: uvicorn.Config, server_state: ServerState,
-                 app_state: dict[str, Any], _loop: asyncio.AbstractEventLoop | None = None
+                 app_state: dict[str, object], _loop: asyncio.AbstractEventLoop | None = None
                  ) -> None:
         super().__init__(config, server_state, app_state, _loop)
         self._guard_init(config)

@@ -44,6 +44,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from .._json import JSONDict, JSONValue
 from ..agent import Agent, AgentResult, Usage
 from ..chunks import Chunk, ErrorChunk, StepStart, ToolCall, ToolErrorChunk, ToolResult
 from ..errors import (
@@ -151,14 +152,15 @@ def _processor_list(value: Any) -> list[dict[str, str]]:
     return out
 
 
-def agent_json(agent: Agent) -> dict[str, Any]:
+def agent_json(agent: Agent) -> JSONDict:
     """``GET /api/agents/:id``: the agent as Mastra describes it (tools' ``inputSchema`` is a
     string holding ``{"json": <JSON Schema>}``, as client-js expects)."""
     model = agent.model
-    tools = {name: {"id": name, "description": t.description,
-                    "inputSchema": json.dumps({"json": t.input_schema}, separators=(",", ":")),
-                    "requireApproval": False}
-             for name, t in agent.tools.items()}
+    tools: dict[str, JSONValue] = {
+        name: {"id": name, "description": t.description,
+               "inputSchema": json.dumps({"json": t.input_schema}, separators=(",", ":")),
+               "requireApproval": False}
+        for name, t in agent.tools.items()}
     return {
         "id": agent.id, "name": agent.name, "description": "",
         "instructions": "\n".join(agent.instructions), "tools": tools, "agents": {},
@@ -172,10 +174,10 @@ def agent_json(agent: Agent) -> dict[str, Any]:
     }
 
 
-def thread_json(thread: Thread) -> dict[str, Any]:
+def thread_json(thread: Thread) -> JSONDict:
     """A thread: ``{id, title, resourceId, createdAt, updatedAt, metadata?}`` (ISO dates; an
     untitled thread has ``title: ""`` as Mastra writes it)."""
-    out: dict[str, Any] = {"id": thread.id, "title": thread.title or "",
+    out: JSONDict = {"id": thread.id, "title": thread.title or "",
                            "resourceId": thread.resource_id,
                            "createdAt": format_timestamp(thread.created_at),
                            "updatedAt": format_timestamp(thread.updated_at)}
@@ -184,7 +186,7 @@ def thread_json(thread: Thread) -> dict[str, Any]:
     return out
 
 
-def message_json(message: Message) -> dict[str, Any]:
+def message_json(message: Message) -> JSONDict:
     """A ``MastraDBMessage`` (with Mastra's ``type: "text"``)."""
     out = message_to_dict(message)
     out.setdefault("type", "text")
@@ -198,7 +200,7 @@ def _usage(usage: Usage) -> dict[str, int]:
 
 def output_json(agent: Agent, result: AgentResult, steps: Sequence[dict[str, list[Any]]],
                 input_messages: Sequence[Message], remembered: Sequence[Message]
-                ) -> dict[str, Any]:
+                ) -> dict[str, object]:
     """``generate``'s body: Mastra's full output, keys in Mastra's order. ``toolCalls`` and
     ``toolResults`` are the run's own chunks (client-js reads ``payload.toolName``)."""
     model_id = str(getattr(agent.model, "model_id", ""))
@@ -214,10 +216,10 @@ def output_json(agent: Agent, result: AgentResult, steps: Sequence[dict[str, lis
             "request": {}, "response": {"id": result.run_id, "timestamp": now,
                                         "modelId": model_id},
         })
-    reasoning = [{"type": "reasoning", "runId": result.run_id, "from": "AGENT",
+    reasoning: list[JSONValue] = [{"type": "reasoning", "runId": result.run_id, "from": "AGENT",
                   "payload": {"id": f"reasoning-{i}", "text": s.reasoning}}
                  for i, s in enumerate(result.steps) if s.reasoning]
-    body: dict[str, Any] = {
+    body: dict[str, object] = {
         "text": result.text, "usage": _usage(result.usage), "steps": step_json,
         "finishReason": result.finish_reason, "warnings": [], "request": {},
         "reasoning": reasoning, "reasoningText": "".join(s.reasoning for s in result.steps),
@@ -242,7 +244,7 @@ def output_json(agent: Agent, result: AgentResult, steps: Sequence[dict[str, lis
     return body
 
 
-def _full_output_response(output: dict[str, Any]) -> JSONResponse:
+def _full_output_response(output: dict[str, object]) -> JSONResponse:
     """``generate``'s 200. Decision: an answer holding a lone surrogate (a model's text that is
     not Unicode) is a JSON ``500 {"error": ...}`` saying so, as the stream routes report it in
     band; Starlette's encoder would raise ``UnicodeEncodeError`` (a text/plain 500)."""
@@ -493,7 +495,7 @@ def _paging(request: Request, *, default_per_page: int) -> tuple[int, int]:
     return page, per_page
 
 
-async def _generate(agent: Agent, call: Call) -> dict[str, Any]:
+async def _generate(agent: Agent, call: Call) -> dict[str, object]:
     """Run ``call`` to the end; Mastra's full output (the tool chunks collected per step)."""
     remembered = await _recall(agent, call)
     stream = agent.stream(call.messages, **call.options)

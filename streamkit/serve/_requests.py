@@ -37,6 +37,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from ..agent import CallOptions
 from ..errors import InvalidArgument, InvalidType, MessageError
 from ..messages import (
     DataPart,
@@ -72,7 +73,7 @@ class _MemoryBody(msgspec.Struct):
 
 
 class _StructuredOutput(msgspec.Struct):
-    schema: dict[str, Any] | None = None
+    schema: dict[str, object] | None = None
 
 
 class _OptionsBody(msgspec.Struct, rename="camel"):
@@ -82,19 +83,19 @@ class _OptionsBody(msgspec.Struct, rename="camel"):
     memory: _MemoryBody | None = None
     thread_id: _NonEmpty | None = None
     resource_id: _NonEmpty | None = None
-    request_context: dict[str, Any] | None = None
+    request_context: dict[str, object] | None = None
     max_steps: int | None = None
-    tool_choice: str | dict[str, Any] | None = None
-    active_tools: list[Any] | None = None
-    model_settings: dict[str, Any] | None = None
-    provider_options: dict[str, Any] | None = None
+    tool_choice: str | dict[str, object] | None = None
+    active_tools: list[str] | None = None
+    model_settings: dict[str, object] | None = None
+    provider_options: dict[str, object] | None = None
     structured_output: _StructuredOutput | None = None
 
 
 class _AgentBody(_OptionsBody, rename="camel"):
     """Mastra's ``generate``/``stream`` body: ``messages`` is a string, a message or a list."""
 
-    messages: str | dict[str, Any] | list[Any] | None = None
+    messages: str | dict[str, object] | list[Any] | None = None
 
 
 class _ChatBody(_OptionsBody, rename="camel"):
@@ -115,7 +116,7 @@ class ThreadBody(msgspec.Struct, rename="camel"):
     resourceid: str | None = None
     thread_id: str | None = None
     title: str | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: dict[str, object] | None = None
 
 
 _THREAD_ISSUES: dict[str, tuple[str, str, type[InvalidArgument] | type[InvalidType]]] = {
@@ -126,10 +127,6 @@ _THREAD_ISSUES: dict[str, tuple[str, str, type[InvalidArgument] | type[InvalidTy
     "metadata": ("metadata", "expected an object", InvalidType),
 }
 
-
-#: The options ``Agent.stream`` takes straight from the body: struct attribute (= keyword).
-_PLAIN_OPTIONS = ("max_steps", "tool_choice", "active_tools", "model_settings",
-                  "provider_options")
 
 #: A decode error at a body path → (the field reported, its issue, the error class). The
 #: longest matching prefix wins; anything else is reported at its own path.
@@ -145,7 +142,7 @@ _ISSUES: dict[str, tuple[str, str, type[InvalidArgument] | type[InvalidType]]] =
     "requestContext": ("requestContext", "expected an object", InvalidType),
     "maxSteps": ("maxSteps", "expected int", InvalidType),
     "toolChoice": ("toolChoice", "expected str or dict", InvalidType),
-    "activeTools": ("activeTools", "expected list", InvalidType),
+    "activeTools": ("activeTools", "expected a list of tool names (strings)", InvalidType),
     "modelSettings": ("modelSettings", "expected dict", InvalidType),
     "providerOptions": ("providerOptions", "expected dict", InvalidType),
     "structuredOutput": ("structuredOutput.schema", "expected a JSON Schema object",
@@ -164,7 +161,7 @@ class Call:
     """What one request asks an agent to do: ``messages`` and ``Agent.stream`` keywords."""
 
     messages: list[Message]
-    options: dict[str, Any] = field(default_factory=dict)
+    options: CallOptions = field(default_factory=lambda: CallOptions())
     #: The body field a missing resource is reported under (``memory.resource`` when the body
     #: used ``memory: {thread, resource}``).
     resource_field: str = "resourceId"
@@ -222,7 +219,7 @@ def _body_error(exc: msgspec.MsgspecError,
     return error(f"invalid request body: {name}: {issue} ({detail})", field=name, issue=issue)
 
 
-def read_json(body: bytes) -> dict[str, Any]:
+def read_json(body: bytes) -> dict[str, object]:
     """The body as a JSON object.
 
     Raises:
@@ -234,7 +231,7 @@ def read_json(body: bytes) -> dict[str, Any]:
         raise _body_error(exc, {}) from None
 
 
-def _messages(value: str | dict[str, Any] | list[Any] | None) -> list[Message]:
+def _messages(value: str | dict[str, object] | list[Any] | None) -> list[Message]:
     if value is None:
         # Mastra's own wording for a missing or mistyped ``messages``.
         raise _bad("messages", "Invalid input")
@@ -246,8 +243,9 @@ def _messages(value: str | dict[str, Any] | list[Any] | None) -> list[Message]:
         raise _bad("messages", exc.message) from None
 
 
-def _memory(body: _OptionsBody) -> dict[str, str]:
-    """``thread_id``/``resource_id`` from ``memory`` (or top-level ``threadId``/``resourceId``).
+def _memory(body: _OptionsBody, options: CallOptions) -> None:
+    """``thread_id``/``resource_id`` from ``memory`` (or top-level ``threadId``/``resourceId``),
+    into ``options``.
 
     A missing resource is not an error here: the server may decide it (``_tenancy``), which
     then refuses a thread that still has none.
@@ -260,22 +258,29 @@ def _memory(body: _OptionsBody) -> dict[str, str]:
         resource = memory.resource if memory.resource is not None else resource
         if thread is None:
             raise _bad("memory.thread", "expected a thread id (a string or {id})")
-    out: dict[str, str] = {}
     if thread is not None:
-        out["thread_id"] = thread.id if isinstance(thread, _ThreadRef) else thread
+        options["thread_id"] = thread.id if isinstance(thread, _ThreadRef) else thread
     if resource is not None:
-        out["resource_id"] = resource
-    return out
+        options["resource_id"] = resource
 
 
-def _options(body: _OptionsBody) -> dict[str, Any]:
-    options: dict[str, Any] = dict(_memory(body))
+def _options(body: _OptionsBody) -> CallOptions:
+    """The body's ``Agent.stream`` keywords: each one the body gave, by its ``CallOptions``
+    name (mypy checks each value against the option's type)."""
+    options = CallOptions()
+    _memory(body, options)
     if body.request_context is not None:
         options["request_context"] = body.request_context
-    for name in _PLAIN_OPTIONS:
-        value = getattr(body, name)
-        if value is not None:
-            options[name] = value
+    if body.max_steps is not None:
+        options["max_steps"] = body.max_steps
+    if body.tool_choice is not None:
+        options["tool_choice"] = body.tool_choice
+    if body.active_tools is not None:
+        options["active_tools"] = body.active_tools
+    if body.model_settings is not None:
+        options["model_settings"] = body.model_settings
+    if body.provider_options is not None:
+        options["provider_options"] = body.provider_options
     if body.structured_output is not None:
         if body.structured_output.schema is None:
             raise _bad("structuredOutput.schema", "expected a JSON Schema object")
@@ -287,7 +292,7 @@ def _resource_field(body: _OptionsBody) -> str:
     return "memory.resource" if body.memory is not None else "resourceId"
 
 
-_OBJECT = msgspec.json.Decoder(dict[str, Any])
+_OBJECT = msgspec.json.Decoder(dict[str, object])
 _THREAD_BODY = msgspec.json.Decoder(ThreadBody)
 
 

@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
 
 import msgspec
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..agent import Agent, AgentStream
+from .._json import JSONDict
+from ..agent import Agent, AgentStream, CallOptions
 from ..chunks import ErrorChunk
 from ..display import graph_svg
 from ..errors import StreamkitError
@@ -109,8 +109,8 @@ async def studio_frames(stream: AgentStream, sink: _Collect) -> AsyncIterator[by
     yield DONE
 
 
-def _processors(agent: Agent, hooks: Mapping[str, list[str]]) -> list[dict[str, Any]]:
-    out = []
+def _processors(agent: Agent, hooks: Mapping[str, list[str]]) -> list[JSONDict]:
+    out: list[JSONDict] = []
     for lane in ("input_processors", "output_processors", "error_processors"):
         procs = getattr(agent, lane)
         if not isinstance(procs, (list, tuple)):
@@ -124,7 +124,7 @@ def _processors(agent: Agent, hooks: Mapping[str, list[str]]) -> list[dict[str, 
     return out
 
 
-def agent_summary(agent: Agent) -> dict[str, Any]:
+def agent_summary(agent: Agent) -> JSONDict:
     """One agent of ``GET /api/studio/agents``; a processor's ``hooks`` are the loop nodes it
     runs at (from the agent's graph)."""
     hooks: dict[str, list[str]] = {}
@@ -142,7 +142,7 @@ def agent_summary(agent: Agent) -> dict[str, Any]:
     }
 
 
-def graph_json(agent: Agent) -> dict[str, Any]:
+def graph_json(agent: Agent) -> JSONDict:
     """``GET /api/studio/agents/{id}/graph``: the agent's loop graph and its drawing."""
     graph = agent.graph()
     return {
@@ -188,7 +188,8 @@ class StudioAPI:
         agent, call = called
         sink = _Collect()
         try:
-            stream = agent.stream(call.messages, **call.options, observers=[sink])
+            options: CallOptions = {**call.options, "observers": [sink]}
+            stream = agent.stream(call.messages, **options)
             events = EventStream(studio_frames(stream, sink), queue_size=self.api.queue_size)
             first = await events.first()
         except StreamkitError as exc:

@@ -136,7 +136,7 @@ class UIMessageStream:
         self._finished = False
         self._tripped = False
 
-    def convert(self, chunk: Chunk) -> list[dict[str, Any]]:
+    def convert(self, chunk: Chunk) -> list[JSONDict]:
         if isinstance(chunk, TextDelta):  # the hot path first
             return [{"type": "text-delta", "id": chunk.payload.id, "delta": chunk.payload.text}]
         if isinstance(chunk, DataChunk):
@@ -242,7 +242,7 @@ class UIMessageStream:
             _set(out, "messageId", self._start.payload.message_id)
         return [out]
 
-    def close(self) -> list[dict[str, Any]]:
+    def close(self) -> list[JSONDict]:
         """What to send after the run's last chunk: a ``finish`` (reason ``other``) when a
         tripwire ended the run (it has no ``finish``). After an ``error`` nothing is added, as
         Mastra does: the client already knows the turn failed."""
