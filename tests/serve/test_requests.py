@@ -117,3 +117,23 @@ async def test_the_producer_waits_when_the_buffer_is_full() -> None:
     assert len(produced) == 5  # the first frame taken, then 4 waiting
     assert events.ready() == [b"1", b"2", b"3", b"4"]
     await events.cancel()
+
+
+@pytest.mark.parametrize("value", [[1], ["ok", None], [{"name": "x"}]])
+def test_active_tools_that_are_not_tool_names_are_refused_naming_the_field(value: Any) -> None:
+    with pytest.raises(StreamkitError) as caught:
+        parse_agent_call({"messages": "hi", "activeTools": value})
+    assert getattr(caught.value, "field", None) == "activeTools"
+    assert "tool names" in str(caught.value)
+
+
+def test_the_options_a_body_gives_are_agent_stream_keywords() -> None:
+    call = parse_agent_call({
+        "messages": "hi", "memory": {"thread": "t1", "resource": "r1"},
+        "requestContext": {"k": 1}, "maxSteps": 3, "toolChoice": "none",
+        "activeTools": ["a"], "modelSettings": {"temperature": 0},
+        "providerOptions": {"p": {"x": 1}}, "structuredOutput": {"schema": {"type": "object"}}})
+    assert call.options == {
+        "thread_id": "t1", "resource_id": "r1", "request_context": {"k": 1}, "max_steps": 3,
+        "tool_choice": "none", "active_tools": ["a"], "model_settings": {"temperature": 0},
+        "provider_options": {"p": {"x": 1}}, "structured_output": {"type": "object"}}
