@@ -153,12 +153,12 @@ class EventStream:
         events._run, events._framing = run, framing
         return events
 
-    async def _produce(self) -> None:
+    async def _produce(self, loop: asyncio.AbstractEventLoop) -> None:
         try:
             if self._run is not None and self._framing is not None:
-                await self._produce_run(self._run, self._framing)
+                await self._produce_run(self._run, self._framing, loop)
             elif self._frames is not None:
-                await self._produce_frames(self._frames)
+                await self._produce_frames(self._frames, loop)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - handed to the consumer, raised there
@@ -167,10 +167,9 @@ class EventStream:
             self._ended = True
             _wake(self._arrived)
 
-    async def _produce_frames(self, frames: AsyncIterator[bytes]) -> None:
+    async def _produce_frames(self, frames: AsyncIterator[bytes],
+                              loop: asyncio.AbstractEventLoop) -> None:
         buffer, size = self._buffer, self._size
-        loop = self._loop
-        assert loop is not None  # first() sets it before the task starts
         try:
             async for frame in frames:
                 buffer.append(frame)
@@ -186,12 +185,11 @@ class EventStream:
             if closer is not None:
                 await closer()
 
-    async def _produce_run(self, run: AgentStream, framing: Framing) -> None:
+    async def _produce_run(self, run: AgentStream, framing: Framing,
+                           loop: asyncio.AbstractEventLoop) -> None:
         # The same buffer steps as ``_produce_frames`` (kept inline in both: this loop runs
         # once per chunk of every stream).
         buffer, size = self._buffer, self._size
-        loop = self._loop
-        assert loop is not None  # first() sets it before the task starts
         frame = framing.frame
         sent = False
         try:
@@ -225,7 +223,7 @@ class EventStream:
             Exception: what the frames raised before the first frame (the producer is done).
         """
         loop = self._loop = asyncio.get_running_loop()
-        self._task = loop.create_task(self._produce())
+        self._task = loop.create_task(self._produce(loop))
         try:
             if not self._buffer and not self._ended:
                 self._arrived = loop.create_future()
