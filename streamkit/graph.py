@@ -10,7 +10,6 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from .errors import GraphError
 
