@@ -120,7 +120,7 @@ def make_call(cls: type, payload_cls: type | None, struct_call: Callable[..., ob
         proto = struct_call(cls, **{n: None for n, how in envelope if how == "required"})
     except Exception:  # noqa: BLE001 - any failure means: use the generic constructor
         return None
-    defaults: dict[str, Any] = {}
+    defaults: dict[str, object] = {}
     for prefix, struct, specs in (("e", cls, envelope), ("p", payload_cls, payload or [])):
         if struct is None:
             continue

@@ -64,7 +64,7 @@ class StreamkitError(Exception):
         return self.message
 
 
-def _rebuild(cls: type[StreamkitError], message: str, attrs: dict[str, Any]) -> StreamkitError:
+def _rebuild(cls: type[StreamkitError], message: str, attrs: dict[str, object]) -> StreamkitError:
     err = cls.__new__(cls)
     StreamkitError.__init__(err, message, **attrs)
     return err

@@ -208,7 +208,7 @@ class ModelStarted(_Event, frozen=True, kw_only=True, tag="model-start"):
     provider: str | None
     model_id: str | None
     structured: bool
-    model_settings: dict[str, Any]
+    model_settings: dict[str, object]
     prompt: list[Any]
 
 

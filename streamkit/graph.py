@@ -10,7 +10,6 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from .errors import GraphError
 
@@ -171,7 +170,7 @@ class Graph:
         return graph_html(self)
 
     def _repr_mimebundle_(self, include: Iterable[str] | None = None,
-                          exclude: Iterable[str] | None = None) -> dict[str, Any]:
+                          exclude: Iterable[str] | None = None) -> dict[str, str]:
         return {"text/plain": self.to_text(), "text/html": self._repr_html_(),
                 "text/markdown": self._repr_markdown_()}
 

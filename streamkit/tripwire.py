@@ -8,7 +8,7 @@ given to ``on_violation``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NoReturn, Protocol
+from typing import Any, NoReturn, Protocol, TypedDict
 
 __all__ = ["Abort", "TripWire", "Violation"]
 
@@ -16,6 +16,15 @@ __all__ = ["Abort", "TripWire", "Violation"]
 def default_reason(processor_id: str | None) -> str:
     """The reason used when ``abort()`` is called without one: ``Tripwire triggered by <id>``."""
     return f"Tripwire triggered by {processor_id or 'processor'}"
+
+
+class TripWireDict(TypedDict):
+    """``TripWire.to_dict()``: the blocking processor's reason, retry request and metadata."""
+
+    reason: str | None
+    retry: bool
+    metadata: object
+    processor_id: str | None
 
 
 class TripWire(Exception):
@@ -56,7 +65,7 @@ class TripWire(Exception):
             self.reason = default_reason(self.processor_id)
         return self
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> TripWireDict:
         """``{"reason", "retry", "metadata", "processor_id"}`` as given to results and traces."""
         return {"reason": self.reason, "retry": self.retry, "metadata": self.metadata,
                 "processor_id": self.processor_id}

@@ -178,7 +178,7 @@ class StepRecorder:
         return built
 
 
-def schema_of(structured: object) -> dict[str, Any] | None:
+def schema_of(structured: object) -> dict[str, object] | None:
     return None if structured is None else json_schema(structured)
 
 

@@ -36,9 +36,9 @@ Decisions:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, NotRequired, TypedDict, cast
 
 import msgspec
 
@@ -78,12 +78,22 @@ class ShownError:
         return error is self.original or error is self.error
 
 
-def error_body(error: BaseException, message: str | None = None) -> dict[str, Any]:
+class ErrorBody(TypedDict):
+    """An ``error`` chunk's ``payload.error`` as a run writes it (Mastra's keys)."""
+
+    name: str
+    message: str
+    statusCode: NotRequired[int | None]
+    isRetryable: NotRequired[bool]
+
+
+def error_body(error: BaseException, message: str | None = None) -> ErrorBody:
     """The ``error`` chunk's payload for ``error`` (with ``message`` instead of its own)."""
-    body: dict[str, Any] = {"name": type(error).__name__,
-                            "message": str(error) if message is None else message}
+    body: ErrorBody = {"name": type(error).__name__,
+                       "message": str(error) if message is None else message}
     if isinstance(error, APICallError):
-        body.update(statusCode=error.status_code, isRetryable=error.is_retryable)
+        body["statusCode"] = error.status_code
+        body["isRetryable"] = error.is_retryable
     return body
 
 
@@ -161,7 +171,7 @@ def fingerprint(message_list: MessageList) -> dict[str, bytes]:
 
 async def guard_changed(runtime: RequestRuntime, input_specs: Sequence[ProcessorSpec],
                         message_list: MessageList, before: dict[str, bytes],
-                        available: dict[str, Any]) -> None:
+                        available: Mapping[str, object]) -> None:
     """Give the messages added or changed since ``before`` to the input processors'
     ``process_input`` (in a list of their own: the other messages were checked already), and
     put what they return back in their places and sources; a message they removed is removed."""

@@ -67,11 +67,11 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
     model_settings: Mapping[str, Any]
     provider_options: Mapping[str, Any]
     structured_output: StructuredOutput | None
-    structured_schema: dict[str, Any] | None
+    structured_schema: dict[str, object] | None
     memory: Memory | None
     thread_id: str | None
     resource_id: str | None
-    request_context: dict[str, Any]
+    request_context: dict[str, object]
     timed: bool
     tool_timeout: float | None = None
     hook_timeout: float | None = None
@@ -104,8 +104,8 @@ class StepState:
     model: Model
     tools: dict[str, Tool]
     tool_choice: ToolChoice | None
-    model_settings: dict[str, Any]
-    provider_options: dict[str, Any]
+    model_settings: dict[str, object]
+    provider_options: dict[str, object]
     structured_output: StructuredOutput | None
     prompt: list[PromptMessage] = field(default_factory=list)
     request: ModelRequest | None = None

@@ -80,7 +80,7 @@ def _storable(message: Message, thread_id: str, resource_id: str) -> Message | N
             parts.pop()
     if not any(not isinstance(p, StepStartPart) for p in parts):
         return None
-    changes: dict[str, Any] = {}
+    changes: dict[str, object] = {}
     if len(parts) != len(content.parts):
         changes["parts"] = parts
     mirror = content.tool_invocations

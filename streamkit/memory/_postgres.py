@@ -83,7 +83,7 @@ import functools
 import math
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -136,7 +136,7 @@ class _Driver(NamedTuple):
     Identifier: Any
     Json: Any
     AsyncConnectionPool: Any
-    conninfo_to_dict: Callable[[str], dict[str, Any]]
+    conninfo_to_dict: Callable[[str], Mapping[str, object]]
 
 
 @functools.cache

@@ -181,7 +181,7 @@ def _assistant_blocks(content: Any, where: str) -> list[JSONDict]:
 
 
 def to_anthropic_messages(prompt: Sequence[PromptMessage]
-                          ) -> tuple[list[JSONDict], list[dict[str, Any]]]:
+                          ) -> tuple[list[JSONDict], list[JSONDict]]:
     """Core-format messages as ``(system blocks, messages)`` for the Messages API.
 
     Every system message (wherever it stands) goes into ``system``; ``tool`` messages become
@@ -206,17 +206,17 @@ def to_anthropic_messages(prompt: Sequence[PromptMessage]
         (['user', 'assistant', 'user'], 'tool_result')
     """
     system: list[JSONDict] = []
-    # dict[str, Any]: push() extends the last turn's content list in place (a TypedDict turn
-    # would not be a JSONValue to mypy, which sees no TypedDict as a Mapping[str, JSONValue]).
-    messages: list[dict[str, Any]] = []
+    # (role, blocks) per turn: push() extends the last turn's blocks in place, typed; the
+    # message dicts are made once at the end (same dicts, same order, per request not chunk).
+    turns: list[tuple[str, list[JSONDict]]] = []
 
     def push(role: str, blocks: list[JSONDict]) -> None:
         if not blocks:
             return
-        if messages and messages[-1]["role"] == role:
-            messages[-1]["content"].extend(blocks)
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(blocks)
         else:
-            messages.append({"role": role, "content": blocks})
+            turns.append((role, blocks))
 
     for i, msg in enumerate(prompt):
         where = f"prompt[{i}]"
@@ -260,7 +260,7 @@ def to_anthropic_messages(prompt: Sequence[PromptMessage]
         else:
             raise MessageError(f"{where}: unknown role {role!r}; expected system, user, "
                                f"assistant or tool")
-    return system, messages
+    return system, [{"role": role, "content": blocks} for role, blocks in turns]
 
 
 def _tool_choice(choice: object) -> JSONDict:

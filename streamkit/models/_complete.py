@@ -7,8 +7,7 @@ and joins its text deltas, raising ``APICallError`` as the model does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from .._prompt import PromptMessage
 from ..chunks import Finish, TextDelta
@@ -21,8 +20,8 @@ __all__ = ["complete"]
 
 async def complete(model: object, prompt: str | Sequence[PromptMessage], *,
                    system: str | None = None,
-                   model_settings: dict[str, Any] | None = None,
-                   structured_output: dict[str, Any] | None = None) -> str:
+                   model_settings: Mapping[str, object] | None = None,
+                   structured_output: dict[str, object] | None = None) -> str:
     """Ask ``model`` once and return its text.
 
     Args:

@@ -188,6 +188,12 @@ def unwrap_provider_options(options: Mapping[str, object], namespaces: tuple[str
     return body
 
 
+class _RequestOptions(TypedDict, total=False):
+    """``build_request``'s per-request keywords a model adds (none, or the timeout)."""
+
+    timeout: float | httpx.Timeout
+
+
 # --- Retry-After -------------------------------------------------------------------------------
 
 
@@ -514,7 +520,7 @@ class HTTPSession:
         if owned is not None:
             await owned.aclose()
 
-    def _request_options(self) -> dict[str, Any]:
+    def _request_options(self) -> _RequestOptions:
         # An explicit timeout also applies to a borrowed client, per request.
         if self._borrowed is not None and self._timeout is not None:
             return {"timeout": self._timeout}

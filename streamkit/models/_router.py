@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import inspect
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidArgument, InvalidType
@@ -46,7 +47,7 @@ _OPENAI_OPTIONS = _options_of(OpenAIChatModel) - {"provider"}
 _ANTHROPIC_OPTIONS = _options_of(AnthropicModel)
 
 
-def _check(model_id: str, options: dict[str, Any], allowed: frozenset[str]) -> None:
+def _check(model_id: str, options: Mapping[str, object], allowed: frozenset[str]) -> None:
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise InvalidArgument(f"model {model_id!r}: unknown option(s) {', '.join(unknown)}; "

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+from .._prompt import PromptMessage
 from ..chunks import (
     Finish,
     FinishPayload,
@@ -127,12 +128,12 @@ class RecordedRequest:
     """What a scripted model got: the provider-shaped ``prompt``, ``tools`` (names),
     ``tool_choice``, ``model_settings``, ``provider_options``, ``structured_output``."""
 
-    prompt: list[dict[str, Any]]
+    prompt: list[PromptMessage]
     tools: list[str]
     tool_choice: ToolChoice | None
-    model_settings: dict[str, Any]
-    provider_options: dict[str, Any]
-    structured_output: dict[str, Any] | None
+    model_settings: dict[str, object]
+    provider_options: dict[str, object]
+    structured_output: dict[str, object] | None
     step_number: int = 0
     tool_specs: list[ToolSpec] = field(default_factory=list)
 

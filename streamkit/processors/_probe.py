@@ -174,7 +174,7 @@ class ChunkProbe:
         params, positional, wants_part = hook.params, hook.positional and not hook.wants_all, \
             hook.wants_all or "part" in hook.params
 
-        def args(kw: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        def args(kw: dict[str, object]) -> tuple[tuple[object, ...], dict[str, object]]:
             if positional:
                 return tuple(kw[n] for n in params), {}
             if not wants_part:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from .._message_list import Source
 from .._prompt import PromptMessage
@@ -336,7 +336,7 @@ def llm_request_order(specs: Sequence[ProcessorSpec]) -> list[ProcessorSpec]:
 
 
 async def run_llm_request(runtime: RequestRuntime, specs: Sequence[ProcessorSpec],
-                          available: dict[str, Any], *, step: int
+                          available: Mapping[str, object], *, step: int
                           ) -> tuple[list[PromptMessage], list[Chunk] | None]:
     """Run ``process_llm_request``: returns ``(prompt, response_chunks_or_None)``.
 
@@ -344,7 +344,8 @@ async def run_llm_request(runtime: RequestRuntime, specs: Sequence[ProcessorSpec
     stored); ``{"response": chunks}`` short-circuits the model — the first processor to return a
     response wins, later processors still run. The order is ``llm_request_order``'s.
     """
-    prompt: list[PromptMessage] = available["prompt"]
+    # cast: the caller puts the step's prompt under "prompt" (the docstring's contract).
+    prompt = cast("list[PromptMessage]", available["prompt"])
     response: list[Chunk] | None = None
     for spec in llm_request_order(specs):
         args = dict(available)

@@ -121,7 +121,7 @@ def _split(batch: Any, root: str, shown: str) -> Any:
     """Files (``path``, ``bytes``) → streams; ids as a local replay names them (``shown``
     stands for the ``root`` the worker read)."""
     pa = _arrow()
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     for path, data in zip(batch.column("path").to_pylist(), batch.column("bytes").to_pylist(),
                           strict=True):
         name = shown + path[len(root):] if path.startswith(root) else path
@@ -208,7 +208,7 @@ def _runtime_env(modules: list[str]) -> dict[str, object] | None:
             f"this Ray cannot ship the pipeline's modules {modules} with the replay ({exc}); "
             f"pass ray.init(runtime_env={{'py_modules': [...]}}) yourself") from exc
     with tempfile.TemporaryDirectory(prefix="streamkit-replay-") as scratch:
-        env: dict[str, Any] = upload_py_modules_if_needed(
+        env: dict[str, object] = upload_py_modules_if_needed(
             {"py_modules": modules, "excludes": list(NOT_SHIPPED)}, include_gitignore=True,
             scratch_dir=scratch,
             logger=logging.getLogger("streamkit.replay"))

@@ -41,7 +41,7 @@ import threading
 from collections.abc import Coroutine, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
@@ -246,10 +246,10 @@ def _words(text: str) -> list[str]:
     return _WORDS.findall(text) or [text]
 
 
-def message_chunks(message: Message) -> list[dict[str, Any]]:
+def message_chunks(message: Message) -> list[dict[str, object]]:
     """The chunks (as Mastra JSON objects) that stream an assistant ``message`` again."""
     run = {"runId": message.id, "from": "AGENT"}
-    out: list[dict[str, Any]] = [{"type": "start", **run,
+    out: list[dict[str, object]] = [{"type": "start", **run,
                                   "payload": {"id": "replay", "messageId": message.id}}]
     for n, part in enumerate(message.content.parts):
         if isinstance(part, (TextPart, ReasoningPart)):

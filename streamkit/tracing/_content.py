@@ -13,7 +13,6 @@ media type but not their bytes (base64 data would make every span huge; decision
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import msgspec
 
@@ -35,7 +34,7 @@ def to_json(value: object) -> str:
         return repr(value)
 
 
-def _part(part: object) -> dict[str, Any]:
+def _part(part: object) -> dict[str, object]:
     if not isinstance(part, dict):
         return {"type": "text", "content": str(part)}
     kind = part.get("type")
@@ -66,7 +65,7 @@ def input_messages(prompt: Sequence[PromptMessage]) -> str:
 def output_messages(text: str, reasoning: str, tool_calls: Sequence[StepToolCall],
                     finish_reason: str) -> str:
     """What the consumer received of one step → ``gen_ai.output.messages``."""
-    parts: list[dict[str, Any]] = []
+    parts: list[dict[str, object]] = []
     if reasoning:
         parts.append({"type": "reasoning", "content": reasoning})
     if text:
