@@ -32,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ._charts import bar_chart_svg, trace_timeline_svg
-from ._graph import graph_svg
+from ._graph import GraphView, graph_svg
 from ._html import STYLE, HtmlBlock, esc
 from ._live import DisplayHandle, live
 from ._tables import (
@@ -49,7 +49,6 @@ from ._tables import (
 )
 
 if TYPE_CHECKING:
-    from ..graph import Graph
     from ..processors._runtime import TraceRecord
 
 __all__ = [
@@ -63,7 +62,7 @@ __all__ = [
 ]
 
 
-def graph_html(graph: Graph) -> str:
+def graph_html(graph: GraphView) -> str:
     """The graph drawn as inline SVG, with its Mermaid source and text form in ``<details>``.
 
     The SVG lays the default path out top to bottom, routes back-edges on the left and the

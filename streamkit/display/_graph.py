@@ -22,13 +22,56 @@ What does not belong here: tables and charts (``_tables``, ``_charts``), HTML pa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeAlias
+from typing import Protocol, TypeAlias
 
 from ._html import esc
 
-if TYPE_CHECKING:
-    from ..graph import Edge, Graph, Node
+# What the drawing reads off ``streamkit.graph``'s ``Graph``, ``Node`` and ``Edge``, by
+# attribute: a graph renders itself through display (``_repr_html_``: an import inside the
+# method), so display names the shapes it reads instead of importing the classes, which would
+# close a circle of imports (even under ``TYPE_CHECKING``). Read-only properties, which the
+# frozen dataclasses match.
+
+
+class NodeView(Protocol):
+    """A graph node as drawn (``streamkit.graph.Node``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def processors(self) -> tuple[str, ...]: ...
+    @property
+    def group(self) -> str | None: ...
+
+
+class EdgeView(Protocol):
+    """A transition as drawn (``streamkit.graph.Edge``)."""
+
+    @property
+    def src(self) -> str: ...
+    @property
+    def dst(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+
+
+class GraphView(Protocol):
+    """A loop graph as drawn (``streamkit.graph.Graph``)."""
+
+    @property
+    def nodes(self) -> Sequence[NodeView]: ...
+    @property
+    def edges(self) -> Sequence[EdgeView]: ...
+    @property
+    def title(self) -> str: ...
+    def to_text(self) -> str: ...
+    def to_mermaid(self) -> str: ...
 
 #: A port on a box's side: an edge leaving or entering it (``("out"|"in", edge index)``), or the
 #: bus into a side node (``("bus", node name)``).
@@ -75,7 +118,7 @@ def _edge_colour(label: str, fallback: int) -> str:
 
 @dataclass
 class _Box:
-    node: Node
+    node: NodeView
     is_main: bool
     w: float = 0.0
     h: float = 0.0
@@ -117,7 +160,7 @@ def _measure(box: _Box, width: float) -> None:
     box.h = 10 + 15 + (14 if has_label else 0) + len(rows) * 19 + 6
 
 
-def _back_edges(graph: Graph) -> set[int]:
+def _back_edges(graph: GraphView) -> set[int]:
     """Indexes of the edges that close a cycle in a depth-first walk from ``start``."""
     out: dict[str, list[int]] = {n.name: [] for n in graph.nodes}
     for i, e in enumerate(graph.edges):
@@ -144,7 +187,7 @@ def _back_edges(graph: Graph) -> set[int]:
     return back
 
 
-def _main_path(graph: Graph, back: set[int]) -> list[str]:
+def _main_path(graph: GraphView, back: set[int]) -> list[str]:
     """The longest start → end path over forward edges (unlabelled edges weigh 1, labelled ones
     -0.01, so defaults win and a detour through a condition never does)."""
     names = [n.name for n in graph.nodes]
@@ -200,7 +243,7 @@ class _Layout:
     bottom: float = 0.0
 
 
-def _pack_left_lanes(graph: Graph, left: list[int], row: dict[str, int]) -> dict[int, int]:
+def _pack_left_lanes(graph: GraphView, left: list[int], row: dict[str, int]) -> dict[int, int]:
     """Lane index per left edge: shortest spans nearest the column, packed like intervals."""
     lanes: list[list[tuple[int, int]]] = []
     lane_of: dict[int, int] = {}
@@ -218,7 +261,7 @@ def _pack_left_lanes(graph: Graph, left: list[int], row: dict[str, int]) -> dict
     return lane_of
 
 
-def _make_buses(graph: Graph, right: list[int]) -> list[_Bus]:
+def _make_buses(graph: GraphView, right: list[int]) -> list[_Bus]:
     """One bus per destination of the right-hand edges, labelled with their distinct labels."""
     buses: dict[str, _Bus] = {}
     for i in right:
@@ -235,7 +278,7 @@ def _make_buses(graph: Graph, right: list[int]) -> list[_Bus]:
     return list(buses.values())
 
 
-def _layout(graph: Graph) -> _Layout:
+def _layout(graph: GraphView) -> _Layout:
     """Run the four steps of the module docstring."""
     path = _main_path(graph, _back_edges(graph))
     on_path = set(path)
@@ -327,7 +370,7 @@ def _port_rank(key: PortKey, buses: list[_Bus]) -> tuple[int, int]:
     return (0, ref)
 
 
-def graph_svg(graph: Graph) -> str:
+def graph_svg(graph: GraphView) -> str:
     """``graph`` as a standalone ``<svg>`` element (see the module docstring for the layout).
 
     Every node is a ``<g data-node=...>``, every edge a ``<g data-src=... data-dst=...>`` and
@@ -394,7 +437,7 @@ def _path_edge(a: _Box, b: _Box, label: str) -> str:
     return "".join(out)
 
 
-def _left_edge(e: Edge, i: int, boxes: dict[str, _Box], lane: float) -> str:
+def _left_edge(e: EdgeView, i: int, boxes: dict[str, _Box], lane: float) -> str:
     a, b = boxes[e.src], boxes[e.dst]
     sx, sy = a.port("left", ("out", i))
     tx, ty = b.port("left", ("in", i))
@@ -412,7 +455,7 @@ def _left_edge(e: Edge, i: int, boxes: dict[str, _Box], lane: float) -> str:
     return "".join(out)
 
 
-def _bus(bus: _Bus, graph: Graph, boxes: dict[str, _Box]) -> str:
+def _bus(bus: _Bus, graph: GraphView, boxes: dict[str, _Box]) -> str:
     dst = boxes[bus.dst]
     side = "right" if dst.is_main else "left"
     tx, ty = dst.port(side, ("bus", bus.dst))

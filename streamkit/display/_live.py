@@ -14,15 +14,24 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from collections.abc import AsyncIterable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, TextIO, overload
+from typing import Protocol, TextIO, TypeVar, overload
 
 from ._html import STYLE, attr, esc, fmt_value, short
 from ._tables import ChunkTable
 
-if TYPE_CHECKING:
-    from ..agent._result import AgentResult, AgentStream
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+
+
+class ResultStream(Protocol[R_co]):
+    """A stream of chunks with a result once drained: an ``AgentStream`` (whose result is an
+    ``AgentResult``). Named by shape, not imported: ``AgentStream.show()`` reaches display, so
+    importing the agent's classes here would close a circle."""
+
+    def __aiter__(self) -> AsyncIterator[object]: ...
+    async def result(self) -> R_co: ...
 
 __all__ = ["LiveView", "live", "DisplayHandle"]
 
@@ -237,16 +246,18 @@ def _ipython_handle(initial: _Snapshot) -> DisplayHandle | None:
     return handle
 
 
+# A ResultStream is an async iterable too: the first overload wins for it (mypy reports the
+# overlap of the two; picking the first is what overloads are for).
 @overload
-async def live(stream: AgentStream, *, handle: DisplayHandle | None = None,
-               min_interval: float = 0.05, file: TextIO | None = None) -> AgentResult: ...
+async def live(stream: ResultStream[R], *,  # type: ignore[overload-overlap]
+               handle: DisplayHandle | None = None, min_interval: float = 0.05,
+               file: TextIO | None = None) -> R: ...
 @overload
 async def live(stream: AsyncIterable[object], *, handle: DisplayHandle | None = None,
-               min_interval: float = 0.05, file: TextIO | None = None
-               ) -> AgentResult | ChunkTable: ...
-async def live(stream: AsyncIterable[object], *, handle: DisplayHandle | None = None,
-               min_interval: float = 0.05, file: TextIO | None = None
-               ) -> AgentResult | ChunkTable:
+               min_interval: float = 0.05, file: TextIO | None = None) -> ChunkTable: ...
+async def live(stream: AsyncIterable[object] | ResultStream[object], *,
+               handle: DisplayHandle | None = None, min_interval: float = 0.05,
+               file: TextIO | None = None) -> object:
     """Consume ``stream`` while showing it live; return its result.
 
     In a Jupyter kernel the output is one display updated in place (at most every
@@ -302,7 +313,7 @@ async def live(stream: AsyncIterable[object], *, handle: DisplayHandle | None = 
         _final(view, handle, out)
         return view.table()
     try:
-        result: AgentResult = await result_fn()  # an AgentStream's (see the docstring)
+        result: object = await result_fn()  # an AgentStream's (see the docstring)
     except BaseException as exc:
         view.close(exc)
         _final(view, handle, out)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import ops
 from ..processors._base import flatten_processors
@@ -29,8 +29,86 @@ from ._html import (
 )
 
 if TYPE_CHECKING:
-    from ..agent._result import AgentResult, StepResult, TripwireInfo
+    from .._tool_records import StepToolCall, StepToolResult
     from ..processors._runtime import TraceRecord
+
+
+# What the result views read off an ``AgentResult`` and its steps, by attribute. The agent's
+# results render themselves through display (``_repr_html_``, ``show()``: an import inside the
+# method), so display names the shapes it reads rather than importing the agent's classes, which
+# would close a circle of imports (even under ``TYPE_CHECKING``). Read-only properties, so the
+# agent's dataclass fields match them.
+
+
+class _Usage(Protocol):
+    @property
+    def input_tokens(self) -> int: ...
+    @property
+    def output_tokens(self) -> int: ...
+    @property
+    def total_tokens(self) -> int: ...
+
+
+class TripwireView(Protocol):
+    """What ``tripwire_html`` reads: ``streamkit.agent.TripwireInfo``."""
+
+    @property
+    def reason(self) -> str: ...
+    @property
+    def retry(self) -> bool: ...
+    @property
+    def metadata(self) -> object: ...
+    @property
+    def processor_id(self) -> str | None: ...
+    @property
+    def hook(self) -> str | None: ...
+
+
+class StepView(Protocol):
+    """What the steps table reads: ``streamkit.agent.StepResult``."""
+
+    @property
+    def step_number(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def tool_calls(self) -> Sequence[StepToolCall]: ...
+    @property
+    def tool_results(self) -> Sequence[StepToolResult]: ...
+    @property
+    def finish_reason(self) -> str: ...
+    @property
+    def usage(self) -> _Usage: ...
+    @property
+    def tripwire(self) -> TripwireView | None: ...
+    @property
+    def retry_count(self) -> int: ...
+    @property
+    def from_cache(self) -> bool: ...
+
+
+class ResultView(Protocol):
+    """What ``result_html``/``result_text`` read: ``streamkit.agent.AgentResult``."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def usage(self) -> _Usage: ...
+    @property
+    def finish_reason(self) -> str: ...
+    @property
+    def steps(self) -> Sequence[StepView]: ...
+    @property
+    def tripwire(self) -> TripwireView | None: ...
+    @property
+    def object(self) -> object: ...
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def trace(self) -> Sequence[TraceRecord]: ...
+    @property
+    def error(self) -> BaseException | None: ...
+
 
 __all__ = ["ChunkTable", "TraceView", "chunk_row", "chunks_html", "trace_html", "steps_html",
            "result_html", "result_text", "collect", "show_processors"]
@@ -295,7 +373,7 @@ _STEP_HEADERS = ("step", "attempt", "finish", "text", "tool calls", "tool result
                  "tripwire")
 
 
-def _step_cells(s: StepResult) -> list[str]:
+def _step_cells(s: StepView) -> list[str]:
     calls = ", ".join(f"{c.tool_name}({fmt_value(c.args)})" for c in s.tool_calls)
     results = ", ".join(f"{r.tool_name} → {'✗ ' if r.is_error else ''}"
                         f"{fmt_value(r.result)}" for r in s.tool_results)
@@ -309,7 +387,7 @@ def _step_cells(s: StepResult) -> list[str]:
             trip]
 
 
-def steps_html(steps: Sequence[StepResult]) -> str:
+def steps_html(steps: Sequence[StepView]) -> str:
     """An HTML table of a result's steps (rejected attempts highlighted)."""
     rows, classes = [], []
     for s in steps:
@@ -325,7 +403,7 @@ def steps_html(steps: Sequence[StepResult]) -> str:
     return table_html(_STEP_HEADERS, rows, classes, numeric=(0, 1))
 
 
-def tripwire_html(info: TripwireInfo) -> str:
+def tripwire_html(info: TripwireView) -> str:
     """The red box that marks a tripwire: processor, hook, reason, metadata."""
     where = f" in <code>{esc(info.hook)}</code>" if getattr(info, "hook", None) else ""
     meta = getattr(info, "metadata", None)
@@ -337,7 +415,7 @@ def tripwire_html(info: TripwireInfo) -> str:
             f"<b>reason:</b> {esc(info.reason)}{meta_html}</div>")
 
 
-def result_html(result: AgentResult) -> str:
+def result_html(result: ResultView) -> str:
     """An ``AgentResult``: summary, tripwire/error box, answer, steps, processor timeline, trace."""
     u = result.usage
     kind = "tripwire" if result.tripwire is not None else \
@@ -363,7 +441,7 @@ def result_html(result: AgentResult) -> str:
     return f'<div class="sk-box sk-result">{STYLE}{"".join(parts)}</div>'
 
 
-def result_text(result: AgentResult) -> str:
+def result_text(result: ResultView) -> str:
     """An ``AgentResult`` as plain text: summary, tripwire, answer, steps and trace tables."""
     u = result.usage
     lines = [f"AgentResult: {result.finish_reason} · {len(result.steps)} step(s) · tokens "
