@@ -210,7 +210,7 @@ def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None
     Example:
         >>> parse_retry_after({"retry-after": "3"})
         3.0
-        >>> when = datetime(2025, 1, 1, tzinfo=timezone.utc)
+        >>> when = datetime(2025, 1, 1, tzinfo=UTC)
         >>> parse_retry_after({"retry-after": "Wed, 01 Jan 2025 00:00:07 GMT"}, now=when)
         7.0
         >>> parse_retry_after({"retry-after": "soon"}) is None
