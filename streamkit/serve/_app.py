@@ -98,15 +98,9 @@ class UIFraming:
             except _UNENCODABLE:
                 pass  # the general path below raises the typed error
         parts = self._convert(chunk)
-        if not parts:
-            return b""
-        try:
-            if len(parts) == 1:  # nearly always: one UI chunk per chunk
-                return b"data: " + _encode(parts[0]) + b"\n\n"
-            return b"".join([b"data: " + _encode(part) + b"\n\n" for part in parts])
-        except _UNENCODABLE:
-            pass
-        return b"".join([_ui_frame(part) for part in parts])  # raises for the bad part
+        if len(parts) == 1:  # nearly always: one UI chunk per chunk
+            return _ui_frame(parts[0])
+        return b"".join([_ui_frame(part) for part in parts])  # b"" for none
 
     def failed(self, error: StreamkitError, /) -> bytes:
         return b"data: " + _encode({"type": "error", "errorText": str(error)}) + b"\n\n"
