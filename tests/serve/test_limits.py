@@ -409,6 +409,24 @@ async def test_a_body_that_stops_arriving_gets_a_408() -> None:
     assert error == {"error": "Request body not received in time: the limit is 1 seconds"}
 
 
+@contextlib.asynccontextmanager
+async def _trickling(writer: asyncio.StreamWriter) -> AsyncIterator[None]:
+    """A slow-loris head: one more header line every 0.2 s, forever, while the block runs."""
+    async def trickle() -> None:
+        for i in range(10_000):
+            writer.write(f"x-{i}: v\r\n".encode())
+            await writer.drain()
+            await asyncio.sleep(0.2)  # pacing the attacker, not measuring anything
+
+    trickling = asyncio.create_task(trickle())
+    try:
+        yield
+    finally:
+        trickling.cancel()
+        with contextlib.suppress(asyncio.CancelledError, OSError):
+            await trickling
+
+
 @PROTOCOLS
 async def test_headers_that_never_finish_are_cut_off(http: str) -> None:
     app = create_app(echo_agent(), limits=Limits(header_timeout=1))
@@ -417,22 +435,12 @@ async def test_headers_that_never_finish_are_cut_off(http: str) -> None:
         silent = await asyncio.open_connection(host, int(port))
         loris = await asyncio.open_connection(host, int(port))
         loris[1].write(b"GET /api/agents HTTP/1.1\r\n")
-
-        async def trickle() -> None:  # one header line at a time, forever
-            for i in range(10_000):
-                loris[1].write(f"x-{i}: v\r\n".encode())
-                await loris[1].drain()
-                await asyncio.sleep(0.2)  # pacing the attacker, not measuring anything
-
-        trickling = asyncio.create_task(trickle())
         try:
-            # Both are closed by the server (EOF), each within the bounded wait.
-            assert await asyncio.wait_for(silent[0].read(), WAIT) == b""
-            assert await asyncio.wait_for(loris[0].read(), WAIT) == b""
+            async with _trickling(loris[1]):
+                # Both are closed by the server (EOF), each within the bounded wait.
+                assert await asyncio.wait_for(silent[0].read(), WAIT) == b""
+                assert await asyncio.wait_for(loris[0].read(), WAIT) == b""
         finally:
-            trickling.cancel()
-            with contextlib.suppress(asyncio.CancelledError, OSError):
-                await trickling
             for _, writer in (silent, loris):
                 writer.close()
 
@@ -453,20 +461,8 @@ async def test_a_second_head_on_a_kept_alive_connection_that_never_finishes_is_c
                               if line.lower().startswith(b"content-length")))
             await asyncio.wait_for(reader.readexactly(length), WAIT)
             writer.write(b"GET /api/agents HTTP/1.1\r\n")
-
-            async def trickle() -> None:  # one header line at a time, forever
-                for i in range(10_000):
-                    writer.write(f"x-{i}: v\r\n".encode())
-                    await writer.drain()
-                    await asyncio.sleep(0.2)  # pacing the attacker, not measuring anything
-
-            trickling = asyncio.create_task(trickle())
-            try:
+            async with _trickling(writer):
                 assert await asyncio.wait_for(reader.read(), WAIT) == b""  # closed by the server
-            finally:
-                trickling.cancel()
-                with contextlib.suppress(asyncio.CancelledError, OSError):
-                    await trickling
         finally:
             writer.close()
 
