@@ -66,6 +66,14 @@ def marked_and_found(program: Path, tmp_path: Path) -> tuple[set[tuple[int, str]
     return expected, found
 
 
+def assert_exactly_marked(expected: set[tuple[int, str]], found: set[tuple[int, str]]) -> None:
+    """mypy reported every marked error, and nothing on a line that is not marked."""
+    assert expected <= found, f"mypy missed {sorted(expected - found)}; it said {sorted(found)}"
+    marked = {number for number, _ in expected}
+    stray = sorted((number, code) for number, code in found if number not in marked)
+    assert not stray, f"mypy reported lines that are right: {stray}"
+
+
 def test_mistakes_are_reported_where_marked(tmp_path: Path) -> None:
     expected, found = marked_and_found(PROGRAMS / "misuse_program.py", tmp_path)
     assert len(expected) == 4
@@ -77,10 +85,7 @@ def test_data_mistakes_are_reported_where_marked_and_nowhere_else(tmp_path: Path
     unknown old-dict key, a wrong value type and a write to a frozen record are mypy errors."""
     expected, found = marked_and_found(PROGRAMS / "data_misuse_program.py", tmp_path)
     assert len(expected) == 12
-    assert expected <= found, f"mypy missed {sorted(expected - found)}; it said {sorted(found)}"
-    marked = {number for number, _ in expected}
-    stray = sorted((number, code) for number, code in found if number not in marked)
-    assert not stray, f"mypy reported lines that are right: {stray}"
+    assert_exactly_marked(expected, found)
 
 
 def test_ops_take_functions_typed_on_one_chunk_class(tmp_path: Path) -> None:
@@ -90,10 +95,7 @@ def test_ops_take_functions_typed_on_one_chunk_class(tmp_path: Path) -> None:
     program = PROGRAMS / "ops_program.py"
     expected, found = marked_and_found(program, tmp_path)
     assert len(expected) == 7
-    assert expected <= found, f"mypy missed {sorted(expected - found)}; it said {sorted(found)}"
-    marked = {number for number, _ in expected}
-    stray = sorted((number, code) for number, code in found if number not in marked)
-    assert not stray, f"mypy reported lines that are right: {stray}"
+    assert_exactly_marked(expected, found)
     namespace = runpy.run_path(str(program))
     assert asyncio.run(namespace["main"]()) == ["HI", "HI"]
 
@@ -103,10 +105,7 @@ def test_message_list_input_and_ui_dicts_are_typed(tmp_path: Path) -> None:
     ``UIMessage`` dicts whose keys mypy knows (issue 32: both were ``Any``)."""
     expected, found = marked_and_found(PROGRAMS / "messages_program.py", tmp_path)
     assert len(expected) == 4
-    assert expected <= found, f"mypy missed {sorted(expected - found)}; it said {sorted(found)}"
-    marked = {number for number, _ in expected}
-    stray = sorted((number, code) for number, code in found if number not in marked)
-    assert not stray, f"mypy reported lines that are right: {stray}"
+    assert_exactly_marked(expected, found)
 
 
 def test_records_users_read_back_are_typed(tmp_path: Path) -> None:
@@ -115,7 +114,4 @@ def test_records_users_read_back_are_typed(tmp_path: Path) -> None:
     scripted parts (issue 32: all four were ``Any``)."""
     expected, found = marked_and_found(PROGRAMS / "records_program.py", tmp_path)
     assert len(expected) == 3
-    assert expected <= found, f"mypy missed {sorted(expected - found)}; it said {sorted(found)}"
-    marked = {number for number, _ in expected}
-    stray = sorted((number, code) for number, code in found if number not in marked)
-    assert not stray, f"mypy reported lines that are right: {stray}"
+    assert_exactly_marked(expected, found)
