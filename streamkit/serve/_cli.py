@@ -14,7 +14,8 @@ A TARGET names an ``Agent``, a list or tuple of agents, or a dict of them. ``--d
 demo support agent (id ``support``) with memory in SQLite (``--memory PATH``, default
 ``streamkit-demo.sqlite3`` in the working directory; ``:memory:`` keeps nothing).
 ``--resource-header NAME`` takes each request's resource from that header (``docs/serving.md``,
-"Trust boundary"). ``--workers N`` serves from N forked processes sharing the socket (``serve``).
+"Trust boundary"). ``--workers N`` serves from N forked processes, each on its own socket of
+the port on Linux (``serve``).
 """
 
 from __future__ import annotations
@@ -128,6 +129,46 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _balanced() -> bool:
+    """Whether this system spreads connections over sockets sharing a port (``SO_REUSEPORT``
+    on Linux hashes each new connection to one of them; elsewhere the option only lets them
+    bind, and one socket gets everything)."""
+    return sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
+
+
+def _bind_workers(host: str, port: int, workers: int) -> list[socket.socket]:
+    """One listening socket per worker on ``host:port``, joined with ``SO_REUSEPORT``, so the
+    kernel spreads new connections evenly over the workers.
+
+    Why not one shared socket: every worker then waits on it, the first to wake accepts every
+    connection queued, and a burst of keep-alive connections ends up on one worker (measured:
+    50 clients connecting at once were split 46/4 and 49/1 between two workers; the busy one
+    was saturated while the other idled). With a socket each, the split follows the kernel's
+    hash of each connection's addresses.
+
+    The port is first bound alone, without ``SO_REUSEPORT`` (and closed): a port another
+    process listens on fails there as with one worker, instead of this server silently
+    joining that process's group and taking half its connections.
+    """
+    probe = _bind(host, port)
+    port = probe.getsockname()[1]  # the real port when 0 was asked for
+    probe.close()
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(workers):
+            sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+            socks.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            sock.bind((host, port))
+    except OSError as exc:
+        for sock in socks:
+            sock.close()
+        raise InvalidArgument(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+    return socks
+
+
 #: Connections the kernel queues before they are accepted (uvicorn's default backlog).
 _KERNEL_BACKLOG = 2048
 
@@ -178,26 +219,31 @@ WORKER_START_TIMEOUT = 60.0
 WORKER_STOP_TIMEOUT = 10.0
 
 
-def _serve_workers(workers: int, make_server: Callable[[Callable[[], None]], _Server],
-                   sock: socket.socket, announce: Callable[[], None],
+def _serve_workers(make_server: Callable[[Callable[[], None]], _Server],
+                   socks: list[socket.socket], announce: Callable[[], None],
                    close: Callable[[], None]) -> int:
-    """Fork ``workers`` processes serving ``sock`` (the kernel hands each connection to one of
-    them; each ``close``s what it opened when it stops); announce once every one accepts; on
-    SIGINT/SIGTERM stop them all (bounded). A worker that exits on its own stops the others:
-    the exit status is 1."""
+    """Fork a worker per socket of ``socks`` (one socket each: ``_bind_workers``; or the same
+    socket repeated, shared, where the kernel does not spread connections), each serving its
+    socket (and ``close``-ing what it opened when it stops); announce once every one accepts;
+    on SIGINT/SIGTERM stop them all (bounded). A worker that exits on its own stops the
+    others: the exit status is 1. The parent keeps no listening socket of its own."""
+    workers = len(socks)
     read_fd, write_fd = os.pipe()
     pids: list[int] = []
-    for _ in range(workers):
+    for mine in socks:
         pid = os.fork()
         if pid == 0:  # the worker
             os.close(read_fd)
             status = 0
             try:
+                for other in socks:
+                    if other is not mine:
+                        other.close()  # the other workers' (a shared socket is ``mine``)
                 signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops us (SIGTERM)
                 def started() -> None:
                     os.write(write_fd, b"r")
 
-                _run(make_server(started), sock)
+                _run(make_server(started), mine)
                 close()
             except BaseException:  # noqa: BLE001 - reported, then this process ends
                 traceback.print_exc()
@@ -205,6 +251,8 @@ def _serve_workers(workers: int, make_server: Callable[[Callable[[], None]], _Se
             finally:
                 os._exit(status)
         pids.append(pid)
+    for sock in socks:
+        sock.close()  # the workers hold them
     os.close(write_fd)
     status = 0
     stopping = False
@@ -291,10 +339,12 @@ def serve(targets: Sequence[str], *, demo: bool = False, host: str = "127.0.0.1"
     routes. With ``demo``, ``pace_ms`` is the demo model's milliseconds before
     each chunk (``None``: ``STREAMKIT_DEMO_PACE_MS``, else 30).
 
-    ``workers`` > 1 forks that many processes after the agents are loaded, all accepting on
-    the one socket (POSIX only). Each has its own connections to the memory's store, so the
-    store must be one they share: PostgreSQL, Redis, or a SQLite *file* (WAL mode; writes
-    wait ``busy_timeout`` for each other). A SQLite ``:memory:`` store would be a different,
+    ``workers`` > 1 forks that many processes after the agents are loaded (POSIX only), each
+    listening on its own socket of the port where the kernel spreads connections over such
+    sockets (Linux, ``SO_REUSEPORT``: ``_bind_workers``), else all on one shared socket. Each
+    has its own connections to the memory's store, so the store must be one they share:
+    PostgreSQL, Redis, or a SQLite *file* (WAL mode; writes wait ``busy_timeout`` for each
+    other). A SQLite ``:memory:`` store would be a different,
     empty memory in each worker: refused. Stores must connect on first use, not when built
     (streamkit's do), so no connection is shared across the fork. Limits apply per worker
     (``max_connections`` is per process).
@@ -330,7 +380,9 @@ def serve(targets: Sequence[str], *, demo: bool = False, host: str = "127.0.0.1"
             f"or serve with one worker")
     app = create_app(agents, memory=memory, heartbeat=heartbeat, resource=resource,
                      limits=limits, studio=studio)
-    sock = _bind(host, port)
+    socks = _bind_workers(host, port, workers) if workers > 1 and _balanced() else \
+        [_bind(host, port)] * workers
+    sock = socks[0]
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     # access_log off: at log level "warning" uvicorn's access lines are never shown, but it
@@ -353,13 +405,14 @@ def serve(targets: Sequence[str], *, demo: bool = False, host: str = "127.0.0.1"
                 if memory is not None:
                     asyncio.run(memory.close())
 
-            return _serve_workers(workers, lambda ready: _Server(config, ready), sock,
-                                  announce, close)
+            return _serve_workers(lambda ready: _Server(config, ready), socks, announce,
+                                  close)
         _run(_Server(config, announce), sock)
     except KeyboardInterrupt:
         pass
     finally:
-        sock.close()
+        for sock in socks:
+            sock.close()
         if memory is not None:
             asyncio.run(memory.close())
     return 0

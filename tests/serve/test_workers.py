@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
+import contextlib
 import json
+import os
 import re
+import socket
 import subprocess
 import sys
 
@@ -161,3 +165,105 @@ def test_two_workers_share_postgres_memory_and_redis_cache_and_budget(
         finally:
             a.close()
             b.close()
+
+
+# ------------------------------------------------------------------ connections spread evenly
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="SO_REUSEPORT spreads connections on Linux only")
+BURST = 40  # keep-alive connections opened at once
+
+
+def _port_of(url: str) -> int:
+    return int(url.rsplit(":", 1)[1].rstrip("/"))
+
+
+def _listening_inodes(port: int) -> set[str]:
+    """Inodes of the sockets listening on ``port`` (``/proc/net/tcp``, state 0A)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError), open(table) as rows:
+            for row in list(rows)[1:]:
+                cols = row.split()
+                if cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
+                    found.add(cols[9])
+    return found
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    out = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if target.startswith("socket:["):
+                out.add(target[len("socket:["):-1])
+    return out
+
+
+@linux_only
+def test_each_worker_listens_on_a_socket_of_its_own() -> None:
+    # One socket shared by all workers lets the first to wake accept every waiting connection
+    # (docs/serving.md, "workers"); with a socket each, the kernel spreads them.
+    with serving("tests.serve._pid_agent:agent", "--workers", "2") as url:
+        clients = _one_client_per_worker(url)
+        try:
+            listening = _listening_inodes(_port_of(url))
+            held = {pid: _socket_inodes(pid) & listening for _, pid in clients}
+        finally:
+            for client, _ in clients:
+                client.close()
+    assert len(listening) == 2, listening
+    assert all(len(inodes) == 1 for inodes in held.values()), held
+    assert set.union(*held.values()) == listening, (held, listening)
+
+
+def _request(body: bytes) -> bytes:
+    return (b"POST /api/agents/pid/generate HTTP/1.1\r\nhost: 127.0.0.1\r\n"
+            b"content-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
+            % (len(body), body))
+
+
+def _pid_of_reply(sock: socket.socket) -> int:
+    data = b""
+    while b"\r\n\r\n" not in data or len(data) < data.index(b"\r\n\r\n") + 4 + int(
+            re.search(rb"content-length: (\d+)", data, re.I).group(1)):  # type: ignore[union-attr]
+        more = sock.recv(65536)
+        assert more, data
+        data += more
+    found = re.search(rb'"text":"pid (\d+)"', data)
+    assert found, data[:400]
+    return int(found.group(1))
+
+
+@linux_only
+def test_a_burst_of_keep_alive_connections_spreads_over_the_workers() -> None:
+    # 40 clients connect at once, then each asks which worker holds its connection. With one
+    # shared socket this split 46/4 and 49/1 (50 clients); by the kernel's hash each worker
+    # gets about half (binomial: fewer than 6 of 40 on one is ~1e-6).
+    with serving("tests.serve._pid_agent:agent", "--workers", "2") as url:
+        port = _port_of(url)
+        socks = [socket.create_connection(("127.0.0.1", port), timeout=WAIT)
+                 for _ in range(BURST)]
+        try:
+            for sock in socks:
+                sock.sendall(_request(b'{"messages": "which?"}'))
+            pids = collections.Counter(_pid_of_reply(sock) for sock in socks)
+        finally:
+            for sock in socks:
+                sock.close()
+    assert len(pids) == 2 and min(pids.values()) >= 6, pids
+
+
+def test_a_port_another_process_listens_on_is_refused_with_several_workers(
+        tmp_path: object) -> None:
+    # The port is checked alone first: joining another process's SO_REUSEPORT group would
+    # silently take half of its connections.
+    other = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    with other:
+        if hasattr(socket, "SO_REUSEPORT"):
+            other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        other.bind(("127.0.0.1", 0))
+        other.listen(8)
+        port = other.getsockname()[1]
+        with pytest.raises(InvalidArgument, match=f"cannot listen on 127.0.0.1:{port}"):
+            serve([], demo=True, memory_path=f"{tmp_path}/m.sqlite3", workers=2, port=port)
