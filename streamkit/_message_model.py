@@ -85,11 +85,25 @@ def _new_id() -> str:
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+#: The last ``_now()``: its millisecond and its datetime (immutable, so shared). A request makes
+#: several timestamps (its messages', its step's), mostly in one millisecond.
+_last_now: tuple[int, datetime] = (-1, _EPOCH)
+
+
 def _now() -> datetime:
     # JavaScript dates have millisecond precision; staying there keeps timestamps exact on the
     # wire. (The epoch plus whole milliseconds, as a product of one millisecond: ~0.34 µs;
-    # ``timedelta(milliseconds=...)`` ~0.6, ``now().replace()`` ~0.9.)
-    return _EPOCH + _MS * (time.time_ns() // 1_000_000)
+    # ``timedelta(milliseconds=...)`` ~0.6, ``now().replace()`` ~0.9; the same millisecond
+    # again: ~0.1.) A thread that reads the pair while another replaces it gets one pair or the
+    # other, both true.
+    global _last_now
+    ms = time.time_ns() // 1_000_000
+    last = _last_now
+    if last[0] == ms:
+        return last[1]
+    now = _EPOCH + _MS * ms
+    _last_now = (ms, now)
+    return now
 
 
 def _now_ms() -> int:
@@ -504,11 +518,32 @@ def get_text(message: Message) -> str:
 # --------------------------------------------------------------------------------------------
 
 
+#: UTC timestamps already formatted, by value (a request formats its step's time and its
+#: response message's, mostly in one millisecond; requests in the same millisecond share them):
+#: ~0.08 µs for a hit against ~1.2 µs to format. Only exact ``datetime``s in UTC are kept (a
+#: naive one depends on the local zone, which can change; a subclass may format otherwise).
+#: Emptied when it reaches ``_STAMPS_KEPT``.
+_stamps: dict[datetime, str] = {}
+_STAMPS_KEPT = 256
+
+
 def format_timestamp(value: datetime) -> str:
     """ISO-8601 in UTC the way JavaScript writes it (``2026-12-02T11:24:01.252Z``).
 
     Millisecond precision when that is exact, microseconds otherwise (nothing is lost).
     """
+    if value.__class__ is not datetime or value.tzinfo is not _UTC:
+        return _format_timestamp(value)
+    text = _stamps.get(value)
+    if text is None:
+        text = _format_timestamp(value)
+        if len(_stamps) >= _STAMPS_KEPT:
+            _stamps.clear()
+        _stamps[value] = text
+    return text
+
+
+def _format_timestamp(value: datetime) -> str:
     if value.tzinfo is not _UTC:
         value = value.astimezone(_UTC)  # a naive datetime is taken as local time
     if value.microsecond % 1000:

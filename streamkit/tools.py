@@ -212,10 +212,18 @@ class Tool(Generic[P, R]):
         #: A plain ``def`` with its own timeout runs in a worker thread, where it can be waited
         #: for with a bound; without one it runs inline on the event loop.
         self.in_thread = self.timeout is not None and not self.is_async
+        self._spec: ToolSpec | None = None
 
     @property
     def spec(self) -> ToolSpec:
-        return ToolSpec(self.id, self.description, self.input_schema)
+        """The tool as a model sees it, made once and made again only when ``id``,
+        ``description`` or ``input_schema`` was reassigned (every step of every run asks; a
+        frozen dataclass is ~1 µs to build)."""
+        spec = self._spec
+        if spec is None or spec.name is not self.id or spec.description is not \
+                self.description or spec.parameters is not self.input_schema:
+            spec = self._spec = ToolSpec(self.id, self.description, self.input_schema)
+        return spec
 
     def validate(self, args: object) -> Mapping[str, object]:
         """Check ``args`` against the tool's signature; returns the validated arguments."""

@@ -992,3 +992,40 @@ def test_now_is_aware_utc_in_whole_milliseconds() -> None:
     after = datetime.now(UTC)
     assert now.tzinfo is UTC and now.microsecond % 1000 == 0
     assert before - timedelta(milliseconds=1) < now <= after  # the clock, floored to a ms
+
+
+@given(st.lists(st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30),
+                             timezones=st.one_of(st.none(), st.just(UTC), st.timezones())),
+                max_size=40))
+def test_format_timestamp_remembers_nothing_that_changes_its_answer(
+        values: list[datetime]) -> None:
+    # UTC times are kept once formatted (a bounded dict): asked again, in any order, each
+    # answer is still the rule's, and the dict never grows past its bound.
+    from streamkit import _message_model
+
+    for value in values + values[::-1]:
+        utc = value.astimezone(UTC)
+        spec = "milliseconds" if utc.microsecond % 1000 == 0 else "microseconds"
+        assert format_timestamp(value) == utc.replace(tzinfo=None).isoformat(
+            timespec=spec) + "Z"
+    assert len(_message_model._stamps) <= _message_model._STAMPS_KEPT
+
+
+def test_a_naive_timestamp_follows_the_local_zone_when_it_changes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A naive time is local time, so it is never kept: the same value formats anew after the
+    # zone changes.
+    import time
+
+    value = datetime(2026, 6, 1, 12, 0, 0)
+    try:
+        monkeypatch.setenv("TZ", "UTC")
+        time.tzset()
+        first = format_timestamp(value)
+        monkeypatch.setenv("TZ", "Asia/Tokyo")
+        time.tzset()
+        second = format_timestamp(value)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert (first, second) == ("2026-06-01T12:00:00.000Z", "2026-06-01T03:00:00.000Z")

@@ -186,3 +186,23 @@ async def test_recorded_call_reaches_kwargs(server: ReplayServer) -> None:
     (done,) = [c for c in chunks if c.type == "tool-result"]
     assert msgspec.to_builtins(done.payload.result) == \
         {"city": "Paris", "extra": {"unit": "celsius"}}
+
+
+def test_a_tools_spec_is_made_once_and_anew_after_a_reassignment() -> None:
+    # Every step asks each tool for its spec: made once, and made again when the id, the
+    # description or the schema was reassigned (never a stale spec).
+    @tool
+    def lookup(customer_id: str) -> str:
+        """Look a customer up."""
+        return customer_id
+
+    first = lookup.spec
+    assert lookup.spec is first
+    assert (first.name, first.description) == ("lookup", "Look a customer up.")
+    lookup.description = "Find a customer."
+    assert lookup.spec.description == "Find a customer."
+    schema = {"type": "object", "properties": {}}
+    lookup.input_schema = schema
+    assert lookup.spec.parameters is schema
+    lookup.id = "find"
+    assert lookup.spec.name == "find"
