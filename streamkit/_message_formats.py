@@ -44,9 +44,11 @@ _OUTCOME_STATES = frozenset(("result", "output-error", "output-denied"))
 
 def _core_user(message: Message) -> list[PromptMessage]:
     content: list[UserContent] = []
+    texts: list[str] = []  # the text parts' texts, while every part sent is text
     for part in message.content.parts:
         if isinstance(part, TextPart):
             content.append({"type": "text", "text": part.text})
+            texts.append(part.text)
         elif isinstance(part, FilePart):
             content.append({"type": "file", "data": part.data, "mimeType": part.mime_type})
         elif isinstance(part, ImagePart):
@@ -54,8 +56,10 @@ def _core_user(message: Message) -> list[PromptMessage]:
             if part.mime_type is not UNSET:
                 image["mimeType"] = part.mime_type
             content.append(image)
-    if all(c["type"] == "text" for c in content):
-        text = get_text(message)
+    if len(texts) == len(content):  # text only: one string (``get_text``'s, without its walk)
+        text = "".join(texts)
+        if not text and isinstance(message.content.content, str):
+            text = message.content.content
         return [{"role": "user", "content": text}] if text or content else []
     return [{"role": "user", "content": content}]
 

@@ -507,7 +507,7 @@ def get_text(message: Message) -> str:
     """
     if not isinstance(message, Message):
         raise MessageError(f"get_text() expects a Message, got {type(message).__name__}")
-    text = "".join(p.text for p in message.content.parts if isinstance(p, TextPart))
+    text = "".join([p.text for p in message.content.parts if isinstance(p, TextPart)])
     if not text and isinstance(message.content.content, str):
         return message.content.content
     return text

@@ -150,8 +150,8 @@ def model_messages(message: Message) -> list[ModelMessage]:
     for core in to_core((message,)):
         content = core["content"]
         if isinstance(content, str):
-            out.append({"role": core["role"],
-                        "content": [_stamped({"type": "text", "text": content}, stamp)]})
+            out.append({"role": core["role"], "content": [
+                {"type": "text", "text": content, "providerOptions": stamp}]})
             continue
         parts: list[ModelPart] = []
         for part in content:
@@ -193,9 +193,11 @@ def message_snapshot(message_list: MessageList) -> Snapshot:
     return {"all": every, "user": user, "nonUser": non_user}
 
 
-def _ui_part(part: object, created: int, model: str) -> dict[str, object] | None:
-    """One stored part as an AI SDK v5 ``UIMessage`` part (``None``: not shown to a UI)."""
-    stamp = {"mastra": {"createdAt": created}}
+def _ui_part(part: object, created: int, stamp: dict[str, dict[str, int]],
+             model: str) -> dict[str, object] | None:
+    """One stored part as an AI SDK v5 ``UIMessage`` part (``None``: not shown to a UI);
+    ``stamp`` is its message's ``providerMetadata`` (one dict per message, shared by its parts:
+    read-only JSON, as in ``model_messages``)."""
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text, "providerMetadata": stamp}
     if isinstance(part, ReasoningPart):
@@ -234,12 +236,14 @@ def ui_message(message_list: MessageList, *, message_id: str, metadata: StepMeta
     """The response of the run as one AI SDK v5 ``UIMessage`` (``response.uiMessages`` of the
     ``finish``): every response part in order, the model in ``metadata``."""
     model = metadata["modelMetadata"]
+    model_name = f"{model['modelProvider']}/{model['modelId']}"
     responses = [m for m in message_list.get.response.db() if m.role == "assistant"]
     parts: list[dict[str, object]] = []
     for message in responses:
         created = int(message.created_at.timestamp() * 1000)
+        stamp = {"mastra": {"createdAt": created}}
         for part in message.content.parts:
-            ui = _ui_part(part, created, f"{model['modelProvider']}/{model['modelId']}")
+            ui = _ui_part(part, created, stamp, model_name)
             if ui is not None:
                 parts.append(ui)
     meta: dict[str, str] = {
