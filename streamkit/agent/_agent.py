@@ -31,7 +31,7 @@ from ..processors._base import Pipeline, flatten_processors
 from ..processors._runtime import DEFAULT_HOOK_TIMEOUT
 from ..processors._spec import ProcessorSpec, register
 from ..tools import DEFAULT_TOOL_TIMEOUT, tools_by_name
-from ..validate import int_at_least, optional_int_at_least, optional_seconds
+from ..validate import instance_of, int_at_least, optional_int_at_least, optional_seconds
 from ._build import schema_of
 from ._loop import NODES, build_graph
 from ._observe import check_observers
@@ -321,11 +321,12 @@ class Agent:
                 raise ToolError(f"active_tools names unknown tool(s) {unknown}; this agent has "
                                 f"{sorted(self.tools)}", tool_name=unknown[0])
         prepare = _pick(call.get("prepare_step"), self.prepare_step)
+        output_specs = self._lane("output_processors", call.get("output_processors"), rc)
         return RunConfig(
             agent_id=self.id, instructions=self.instructions, model=resolve_model(model),
             tools=self.tools,
             input_specs=self._lane("input_processors", call.get("input_processors"), rc),
-            output_specs=self._lane("output_processors", call.get("output_processors"), rc),
+            output_specs=output_specs,
             error_specs=self._lane("error_processors", call.get("error_processors"), rc),
             prepare_step=register(_PrepareStep(prepare)) if prepare is not None else None,
             max_processor_retries=retries,
@@ -340,7 +341,9 @@ class Agent:
             resource_id=_check_id("resource_id", call.get("resource_id")),
             request_context=rc, timed=call.get("trace", True), tool_timeout=self.tool_timeout,
             hook_timeout=self.hook_timeout, agent_name=self.name,
-            observers=check_observers(call.get("observers")))
+            observers=check_observers(call.get("observers")),
+            step_snapshots=instance_of(call.get("step_snapshots", True), "step_snapshots", bool,
+                                       "True or False") or bool(output_specs))
 
     def graph(self, *, input_processors: Processors | Override | None = None,
               output_processors: Processors | Override | None = None,
@@ -434,6 +437,16 @@ class CallOptions(TypedDict, total=False):
             (``streamkit.events``: its path through the loop, steps, hook calls, and, for an
             observer with ``chunk_detail = True``, what each stream processor did to each
             chunk), synchronously and in order. ``None``/empty: no cost at all.
+        step_snapshots: ``False`` leaves out of the ``step-finish`` and ``finish`` payloads
+            what is rebuilt from the whole conversation at each step end: ``messages`` (the
+            ``{all, user, nonUser}`` snapshot), ``metadata``, ``output.steps`` and the
+            ``finish``'s ``response`` (``uiMessages`` included). What stays: ``stepResult``
+            (reason, ``isContinued``), ``output.text``/``usage``/``toolCalls``,
+            ``messageId``. For a consumer that reads no more than that — the AI SDK chat
+            route (``streamkit.serve``) sets it; it was ~15 % of a short served request.
+            The run, its result, memory and tracing are the same either way. Default
+            ``True``; ignored (snapshots built) when output processors run, since their
+            stream hooks may read these chunks.
     """
 
     input_processors: Processors | Override | None
@@ -453,6 +466,7 @@ class CallOptions(TypedDict, total=False):
     model: Model | str | None
     trace: bool
     observers: Sequence[RunObserver] | None
+    step_snapshots: bool
 
 
 _OPTIONS = frozenset(CallOptions.__optional_keys__)

@@ -382,7 +382,8 @@ def _step_finish_payload(run: Run, reason: str, continued: bool, text: str,
     st, step = run.state, run.step
     return st.step_end.step_finish(
         reason=reason, continued=continued, text=text, tool_calls=tool_calls, usage=usage,
-        message_id=run.run_id, metadata=response_metadata(step.model, step.response_metadata),
+        message_id=run.run_id, metadata=response_metadata(step.model, step.response_metadata)
+        if run.config.step_snapshots else None,
         raw_usage=raw_usage_of(step.finish), message_list=st.message_list,
         retry_count=st.retry_count, is_accepted=is_accepted)
 
@@ -671,7 +672,8 @@ async def finish(run: Run) -> Literal[LoopNode.END]:
                                  message_id=run.run_id, model=cfg.model,
                                  message_list=st.message_list, thread_id=cfg.thread_id,
                                  resource_id=cfg.resource_id,
-                                 unchanged=run.graph.busy.isdisjoint(_AFTER_STEP_FINISH))
+                                 unchanged=run.graph.busy.isdisjoint(_AFTER_STEP_FINISH),
+                                 snapshots=cfg.step_snapshots)
     run.emit(Finish(payload=payload, run_id=run.run_id, from_=AGENT), Origin.RUN)
     return node.END
 

@@ -79,6 +79,9 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
     agent_name: str = ""
     #: The call's ``observers=`` (``streamkit.events.RunObserver``), checked.
     observers: tuple[RunObserver, ...] = ()
+    #: Whether the step-end payloads carry their message snapshots (``CallOptions.
+    #: step_snapshots``; always ``True`` when output processors run).
+    step_snapshots: bool = True
 
     @property
     def error_retry_cap(self) -> int | None:

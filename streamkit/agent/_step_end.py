@@ -20,7 +20,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TypedDict
 
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
 from .._message_model import _new_id, _now
 from .._tool_records import StepToolCall
@@ -307,12 +307,23 @@ class StepEnd:
 
     def step_finish(self, *, reason: str, continued: bool, text: str,
                     tool_calls: list[StepToolCall], usage: Usage, message_id: str,
-                    metadata: StepMetadata, raw_usage: object, message_list: MessageList,
-                    retry_count: int, is_accepted: bool = True) -> StepFinishPayload:
+                    metadata: StepMetadata | None, raw_usage: object,
+                    message_list: MessageList, retry_count: int,
+                    is_accepted: bool = True) -> StepFinishPayload:
         """The ``step-finish`` payload of a step; ``is_accepted=False`` for an attempt that is
-        withdrawn (its record is not kept in ``output.steps``)."""
-        snapshot = self.snapshot = message_snapshot(message_list)
+        withdrawn (its record is not kept in ``output.steps``). ``metadata=None``: the run
+        takes no snapshots (``CallOptions.step_snapshots``): no ``messages``, ``metadata``
+        nor ``output.steps``."""
         step_usage = _usage(usage, raw_usage)
+        if metadata is None:
+            if is_accepted:
+                self.raw = step_usage.raw  # the finish repeats the last step's raw usage
+            return StepFinishPayload(
+                message_id=message_id, step_result=StepResultPayload(
+                    reason=reason, is_continued=continued, warnings=[]),
+                output=_output(text, tool_calls, step_usage, UNSET),
+                processor_retry_count=retry_count)
+        snapshot = self.snapshot = message_snapshot(message_list)
         if is_accepted:
             self.steps.append({
                 "content": _step_content(snapshot["nonUser"]), "usage": _usage_dict(step_usage),
@@ -328,7 +339,8 @@ class StepEnd:
 
     def finish(self, *, reason: str, text: str, usage: Usage, message_id: str, model: object,
                message_list: MessageList, thread_id: str | None = None,
-               resource_id: str | None = None, unchanged: bool = False) -> FinishPayload:
+               resource_id: str | None = None, unchanged: bool = False,
+               snapshots: bool = True) -> FinishPayload:
         """The ``finish`` payload: the run's usage, the last step's metadata and raw usage, and
         (as Mastra's server adds) ``response``: the metadata with the response's model messages
         and its ``uiMessages``.
@@ -337,7 +349,16 @@ class StepEnd:
         ``step-finish`` (no processor hook ran after it), so its snapshot is reused instead of
         walked again — the same dicts, which both chunks then share (chunk containers are
         read-only, ``streamkit.chunks``). Measured: the snapshot was ~10 % of a served
-        3-delta request's Python time, built twice."""
+        3-delta request's Python time, built twice.
+
+        ``snapshots=False`` (``CallOptions.step_snapshots``): no ``messages``, ``metadata``,
+        ``output.steps`` nor ``response``."""
+        if not snapshots:
+            return FinishPayload(
+                message_id=message_id,
+                step_result=StepResultPayload(reason=reason, is_continued=False, warnings=[]),
+                output=_output(text, [], _usage(usage, self.raw), UNSET),
+                processor_retry_count=0)
         metadata = self.metadata if self.metadata is not None else response_metadata(model, None)
         snapshot = self.snapshot if unchanged and self.snapshot is not None else \
             message_snapshot(message_list)
@@ -355,7 +376,7 @@ class StepEnd:
 
 
 def _output(text: str, tool_calls: list[StepToolCall], usage: UsagePayload,
-            steps: list[dict[str, object]]) -> StepOutputPayload:
+            steps: list[dict[str, object]] | UnsetType) -> StepOutputPayload:
     return StepOutputPayload(
         text=text, usage=usage, steps=steps,
         tool_calls=[{"toolCallId": c.tool_call_id, "toolName": c.tool_name,

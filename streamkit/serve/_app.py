@@ -134,6 +134,8 @@ class _Chat:
             refused = await self.tenancy.admit(request, agent, call, call.resource_field)
             if refused is not None:
                 return refused
+            # The UI stream reads a step end's reason, never its message snapshots.
+            call.options["step_snapshots"] = False
             stream = agent.stream(call.messages, **call.options)
             events = EventStream.of_run(stream, UIFraming(), queue_size=self.queue_size)
             first = await events.first()
