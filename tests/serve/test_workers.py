@@ -203,7 +203,7 @@ def _socket_inodes(pid: int) -> set[str]:
 @linux_only
 def test_each_worker_listens_on_a_socket_of_its_own() -> None:
     # One socket shared by all workers lets the first to wake accept every waiting connection
-    # (docs/serving.md, "workers"); with a socket each, the kernel spreads them.
+    # (docs/serving.md, "Several workers"); with a socket each, the kernel spreads them.
     with serving("tests.serve._pid_agent:agent", "--workers", "2") as url:
         clients = _one_client_per_worker(url)
         try:
