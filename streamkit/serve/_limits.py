@@ -131,7 +131,12 @@ def _depth_exceeds(body: bytes, limit: int) -> bool:
     between quotes dropped), then only brackets are kept, and the running depth is
     accumulated — all C-level passes over bytes (measured on a loaded 2-CPU machine: 0.1 ms
     for a 15 KB chat body, as much as ``json.loads`` of it; 180 ms for the worst 4 MB body).
+    A body with no more opening brackets than ``limit`` (in strings or not) cannot nest deeper
+    than that: two byte counts answer for nearly every body (~0.2 µs for a short one, against
+    ~2 µs for the passes).
     """
+    if body.count(b"[") + body.count(b"{") <= limit:
+        return False
     unescaped = body.replace(b"\\\\", b"").replace(b'\\"', b"")
     skeleton = b"".join(unescaped.split(b'"')[0::2]).translate(_SQUARE, _NOT_BRACKETS)
     if len(skeleton) <= 2 * limit:
