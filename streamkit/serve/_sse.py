@@ -129,7 +129,7 @@ class EventStream:
     failure are flags beside the buffer, not items in it.
     """
 
-    def __init__(self, frames: AsyncIterator[bytes] | None, *, queue_size: int = 32) -> None:
+    def __init__(self, frames: AsyncIterator[bytes] | None, *, queue_size: int = 64) -> None:
         self._frames = frames
         self._run: AgentStream | None = None
         self._framing: Framing | None = None
@@ -146,7 +146,7 @@ class EventStream:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @classmethod
-    def of_run(cls, run: AgentStream, framing: Framing, *, queue_size: int = 32) -> EventStream:
+    def of_run(cls, run: AgentStream, framing: Framing, *, queue_size: int = 64) -> EventStream:
         """The frames of one run: each chunk framed by ``framing`` inside the producer's loop
         (see ``Framing`` for what happens when the run fails)."""
         events = cls(None, queue_size=queue_size)
