@@ -8,9 +8,11 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from streamkit._message_model import _new_id
-from streamkit.messages import Message
+from streamkit.messages import Message, format_timestamp
 
 
 def test_new_ids_are_random_version_4_uuids_in_canonical_text() -> None:
@@ -57,3 +59,40 @@ def test_message_timestamps_are_whole_milliseconds_of_utc_now() -> None:
     assert stamp.tzinfo is not None and stamp.utcoffset() == timedelta(0)
     assert stamp.microsecond % 1000 == 0
     assert before <= stamp <= after
+
+
+@given(st.lists(st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30),
+                             timezones=st.one_of(st.none(), st.just(UTC), st.timezones())),
+                max_size=40))
+def test_format_timestamp_remembers_nothing_that_changes_its_answer(
+        values: list[datetime]) -> None:
+    # UTC times are kept once formatted (a bounded dict): asked again, in any order, each
+    # answer is still the rule's, and the dict never grows past its bound.
+    from streamkit import _message_model
+
+    for value in values + values[::-1]:
+        utc = value.astimezone(UTC)
+        spec = "milliseconds" if utc.microsecond % 1000 == 0 else "microseconds"
+        assert format_timestamp(value) == utc.replace(tzinfo=None).isoformat(
+            timespec=spec) + "Z"
+    assert len(_message_model._stamps) <= _message_model._STAMPS_KEPT
+
+
+def test_a_naive_timestamp_follows_the_local_zone_when_it_changes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A naive time is local time, so it is never kept: the same value formats anew after the
+    # zone changes.
+    import time
+
+    value = datetime(2026, 6, 1, 12, 0, 0)
+    try:
+        monkeypatch.setenv("TZ", "UTC")
+        time.tzset()
+        first = format_timestamp(value)
+        monkeypatch.setenv("TZ", "Asia/Tokyo")
+        time.tzset()
+        second = format_timestamp(value)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert (first, second) == ("2026-06-01T12:00:00.000Z", "2026-06-01T03:00:00.000Z")
