@@ -63,6 +63,8 @@ class Graph:
     #: The names of the nodes that have processors: a run skips the others' hook machinery
     #: (argument dicts, message views) without asking each node's table row.
     busy: frozenset[str] = field(default=frozenset(), init=False, repr=False)
+    #: Every ``(src, dst)`` edge: a run tests each transition against it without a call.
+    edge_set: frozenset[tuple[str, str]] = field(default=frozenset(), init=False, repr=False)
 
     def __post_init__(self) -> None:
         names = [n.name for n in self.nodes]
@@ -93,6 +95,7 @@ class Graph:
             raise GraphError(f"graph {self.title!r}: node(s) {unreachable} cannot be reached "
                              f"from {START!r}")
         self._succ = {k: tuple(v) for k, v in succ.items()}
+        self.edge_set = frozenset((e.src, e.dst) for e in self.edges)
         self.busy = frozenset(n.name for n in self.nodes if n.processors)
 
     def node(self, name: str) -> Node:

@@ -99,12 +99,13 @@ class Outbox:
     running tools stream live.
     """
 
-    __slots__ = ("live", "ready", "_queue", "arrived")
+    __slots__ = ("live", "ready", "queued", "arrived")
 
     def __init__(self) -> None:
         self.live: list[Chunk] = []
         self.ready: list[Chunk] = []
-        self._queue: list[tuple[Chunk, bool]] = []
+        #: Chunks waiting for ``drain``, each with whether it passes the processors.
+        self.queued: list[tuple[Chunk, bool]] = []
         self.arrived: asyncio.Event | None = None
 
     def put(self, chunk: Chunk, origin: Origin) -> None:
@@ -113,7 +114,7 @@ class Outbox:
         if route.live:
             self.live.append(chunk)
         else:
-            self._queue.append((chunk, route.processors))
+            self.queued.append((chunk, route.processors))
         if self.arrived is not None:
             self.arrived.set()
 
@@ -122,12 +123,12 @@ class Outbox:
         return Writer(lambda chunk: self.put(chunk, origin))
 
     def __bool__(self) -> bool:
-        return bool(self._queue) or bool(self.live)
+        return bool(self.queued) or bool(self.live)
 
     def discard(self) -> None:
         """Forget what has not passed the processors yet (a processor aborted or failed the
         run: nothing more of it is delivered). What is ``ready`` is still delivered."""
-        self._queue.clear()
+        self.queued.clear()
         self.live.clear()
 
     def take(self) -> list[Chunk]:
@@ -141,11 +142,11 @@ class Outbox:
         processing. Appends as it goes, so what passed before a processor raised is kept (it is
         delivered; the rest is discarded: the run ends with that error)."""
         into = self.ready
-        while self._queue or self.live:
+        while self.queued or self.live:
             if self.live:
                 into.extend(self.live)
                 self.live.clear()
-            batch, self._queue = self._queue, []
+            batch, self.queued = self.queued, []
             for chunk, through in batch:
                 if not through:
                     into.append(chunk)

@@ -218,6 +218,10 @@ class Run:
         end = LoopNode.END  # read once: an Enum member read through its class is slow (3.11)
         outbox = self.outbox
         tracer = self.tracer
+        observed = tracer is not NOOP
+        # The graph's edges, checked per transition without a call (``Graph.check`` raises
+        # the error when one is missing).
+        edges = self.graph.edge_set
         tracer.begin(self)
         try:
             while node is not end:
@@ -225,7 +229,7 @@ class Run:
                     handed = await self._nodes[node](self)
                     if handed.__class__ is Stream:
                         # What the node queued (a step's step-start) goes before its stream.
-                        if outbox:
+                        if outbox.queued or outbox.live:
                             await outbox.drain(self.chain)
                         for chunk in outbox.take():
                             self.deliver(chunk)
@@ -275,7 +279,7 @@ class Run:
                         nxt = handed.then
                     else:
                         nxt = handed  # type: ignore[assignment]
-                    if outbox:
+                    if outbox.queued or outbox.live:
                         await outbox.drain(self.chain)
                 except TripWire as tw:
                     outbox.discard()
@@ -300,8 +304,10 @@ class Run:
                     for chunk in outbox.take():
                         self.deliver(chunk)
                         yield chunk
-                tracer.transition(self, node, nxt)
-                self.graph.check(node, nxt)
+                if observed:
+                    tracer.transition(self, node, nxt)
+                if (node, nxt) not in edges:
+                    self.graph.check(node, nxt)
                 node = nxt
         except BaseException as exc:
             tracer.end(self, exc)
