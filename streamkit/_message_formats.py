@@ -37,9 +37,10 @@ from streamkit._prompt import (
     UserContent,
 )
 
-__all__ = ["to_core", "to_ui"]
+__all__ = ["to_core", "to_ui", "core_reasoning", "core_result", "OUTCOME_STATES"]
 
-_OUTCOME_STATES = frozenset(("result", "output-error", "output-denied"))
+#: The tool invocation states that have an outcome: the only calls a prompt holds.
+OUTCOME_STATES = frozenset(("result", "output-error", "output-denied"))
 
 
 def _core_user(message: Message) -> list[PromptMessage]:
@@ -64,7 +65,8 @@ def _core_user(message: Message) -> list[PromptMessage]:
     return [{"role": "user", "content": content}]
 
 
-def _core_reasoning(part: ReasoningPart) -> list[ReasoningContent | RedactedReasoningContent]:
+def core_reasoning(part: ReasoningPart) -> list[ReasoningContent | RedactedReasoningContent]:
+    """A reasoning part's prompt items: one per detail (signed or redacted), else its text."""
     if part.details is UNSET or not part.details:
         return [{"type": "reasoning", "text": part.reasoning}] if part.reasoning else []
     result: list[ReasoningContent | RedactedReasoningContent] = []
@@ -79,7 +81,9 @@ def _core_reasoning(part: ReasoningPart) -> list[ReasoningContent | RedactedReas
     return result
 
 
-def _core_result(invocation: ToolInvocation) -> ToolResultContent:
+def core_result(invocation: ToolInvocation) -> ToolResultContent:
+    """A tool invocation's outcome as its prompt ``tool-result`` (a failure or denial with
+    ``isError: true`` and its text)."""
     item: ToolResultContent = {"type": "tool-result", "toolCallId": invocation.tool_call_id,
                                "toolName": invocation.tool_name, "result": None}
     if invocation.state == "result":
@@ -123,17 +127,17 @@ def _core_assistant(message: Message) -> list[PromptMessage]:
             if part.text:
                 content.append({"type": "text", "text": part.text})
         elif isinstance(part, ReasoningPart):
-            content.extend(_core_reasoning(part))
+            content.extend(core_reasoning(part))
         elif isinstance(part, FilePart):
             content.append({"type": "file", "data": part.data, "mimeType": part.mime_type})
         elif isinstance(part, ToolInvocationPart):
             invocation = part.tool_invocation
             # Calls without an outcome are dropped: a provider rejects a tool call that is not
             # followed by its result (Mastra's default ``filterIncompleteToolCalls``).
-            if invocation.state in _OUTCOME_STATES:
+            if invocation.state in OUTCOME_STATES:
                 content.append({"type": "tool-call", "toolCallId": invocation.tool_call_id,
                                 "toolName": invocation.tool_name, "args": invocation.args})
-                tool_results.append(_core_result(invocation))
+                tool_results.append(core_result(invocation))
     flush()
     if not result and not message.content.parts and isinstance(message.content.content, str) \
             and message.content.content:

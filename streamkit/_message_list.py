@@ -569,6 +569,14 @@ class MessageList:
         (memory, context, input and response messages in ``created_at`` order)."""
         return to_core(self.get_all_system_messages()) + to_core(self._conversation)
 
+    def with_sources(self) -> list[tuple[Message, str]]:
+        """The messages of the ``all`` view, in order, each with its source (``input``,
+        ``response``, ``memory`` or ``context``): one walk where reading the views one by one
+        would take several (the step ends' snapshot splits the conversation this way)."""
+        sources = self._sources
+        return [(m, source) for m in self._conversation
+                if (source := sources[m.id]) in _CONVERSATION]
+
     def source_of(self, message: Message | str | object) -> str | None:
         """The source of a message (or message id): ``input``, ``response``, ``memory``,
         ``context``, ``system``, or ``None`` when it is not in the list."""

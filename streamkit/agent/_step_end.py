@@ -22,6 +22,7 @@ from typing import TypedDict
 
 from msgspec import UNSET, UnsetType
 
+from .._message_formats import OUTCOME_STATES, core_reasoning, core_result
 from .._message_model import _new_id, _now
 from .._tool_records import StepToolCall
 from ..chunks import (
@@ -36,15 +37,16 @@ from ..chunks import (
 from ..messages import (
     DataPart,
     FilePart,
+    ImagePart,
     Message,
     MessageList,
     ReasoningPart,
     SourcePart,
     StepStartPart,
     TextPart,
+    ToolInvocation,
     ToolInvocationPart,
     format_timestamp,
-    to_core,
 )
 from ._result import Usage
 
@@ -77,6 +79,8 @@ class StepMetadata(TypedDict):
 
 #: One content part of a ``ModelMessage``: JSON built here and only passed on.
 ModelPart = dict[str, object]
+#: ``providerOptions`` of a message's parts: ``{"mastra": {"createdAt": <epoch ms>}}``.
+_Stamp = dict[str, dict[str, int]]
 
 
 class ModelMessage(TypedDict):
@@ -124,17 +128,19 @@ def response_metadata(model: object, held: ResponseMetadata | None) -> StepMetad
             "request": {}}
 
 
-def _stamped(part: ModelPart, stamp: dict[str, dict[str, int]]) -> ModelPart:
-    part["providerOptions"] = stamp  # one dict per message, shared by its parts (read-only JSON)
-    return part
-
-
 def model_messages(message: Message) -> list[ModelMessage]:
-    """One stored message in the AI SDK v5 ``ModelMessage`` form of Mastra's snapshots: content
-    is always a list of parts, a tool call's arguments are its ``input``, a tool result's value
-    is its ``output`` (``{"type": "json" | "error-text", "value": ...}``), and every part carries
-    ``providerOptions.mastra.createdAt`` (epoch milliseconds). System messages are not part of
-    the snapshot (Mastra keeps them apart too).
+    """One stored message in the AI SDK v5 ``ModelMessage`` form of Mastra's snapshots: the
+    provider prompt's messages for it (``to_core``: an assistant message split at its
+    ``step-start`` parts, each step's tool results in a ``tool`` message after it, calls
+    without an outcome left out, a text-only message as one text part), with content always a
+    list of parts, a tool call's arguments as its ``input``, a tool result's value as its
+    ``output`` (``{"type": "json" | "error-text" | "error-json", "value": ...}``), and every
+    part carrying ``providerOptions.mastra.createdAt`` (epoch milliseconds). System messages
+    are not part of the snapshot (Mastra keeps them apart too).
+
+    Built from the message's parts in one walk, not through ``to_core``'s prompt dicts (which
+    were then rebuilt part by part): the snapshot is taken at every step end. A property test
+    holds the two to the same JSON (tests/test_fidelity_keys.py).
 
     Example:
         >>> from streamkit.messages import ToolInvocationPart
@@ -142,53 +148,128 @@ def model_messages(message: Message) -> list[ModelMessage]:
         >>> [(m["role"], [p["type"] for p in m["content"]]) for m in model_messages(msg)]
         [('assistant', ['tool-call']), ('tool', ['tool-result'])]
     """
-    if message.role == "system":
+    role = message.role
+    if role == "system":
         return []
+    # One dict per message, shared by its parts (read-only JSON).
     stamp = {"mastra": {"createdAt": int(message.created_at.timestamp() * 1000)}}
+    if role == "assistant":
+        return _assistant_messages(message, stamp)
+    return _user_messages(message, stamp)
+
+
+def _user_messages(message: Message, stamp: _Stamp) -> list[ModelMessage]:
+    """A user (or any non-assistant) message: one text part when it is text only, else its
+    text, file and image parts (``to_core``'s user turn)."""
+    texts: list[str] = []
+    media = False
+    for part in message.content.parts:
+        if isinstance(part, TextPart):
+            texts.append(part.text)
+        elif isinstance(part, (FilePart, ImagePart)):
+            media = True
+    if not media:
+        text = "".join(texts)
+        if not text and isinstance(message.content.content, str):
+            text = message.content.content
+        if not text and not texts:
+            return []
+        return [{"role": "user", "content": [
+            {"type": "text", "text": text, "providerOptions": stamp}]}]
+    content: list[ModelPart] = []
+    for part in message.content.parts:
+        if isinstance(part, TextPart):
+            content.append({"type": "text", "text": part.text, "providerOptions": stamp})
+        elif isinstance(part, FilePart):
+            content.append({"type": "file", "data": part.data, "mimeType": part.mime_type,
+                            "providerOptions": stamp})
+        elif isinstance(part, ImagePart):
+            image: ModelPart = {"type": "image", "image": part.image}
+            if part.mime_type is not UNSET:
+                image["mimeType"] = part.mime_type
+            image["providerOptions"] = stamp
+            content.append(image)
+    return [{"role": "user", "content": content}]
+
+
+def _assistant_messages(message: Message, stamp: _Stamp) -> list[ModelMessage]:
+    """An assistant message: per step (split at ``step-start``), its assistant turn and the
+    ``tool`` turn with its results (``to_core``'s assistant turns)."""
     out: list[ModelMessage] = []
+    content: list[ModelPart] = []
+    texts: list[str] = []  # the step's text parts' texts, while every part is text
+    outcomes: list[ToolInvocation] = []
     inputs: dict[str, object] = {}
-    for core in to_core((message,)):
-        content = core["content"]
-        if isinstance(content, str):
-            out.append({"role": core["role"], "content": [
-                {"type": "text", "text": content, "providerOptions": stamp}]})
-            continue
-        parts: list[ModelPart] = []
-        for part in content:
-            if part["type"] == "tool-call":
-                inputs[part["toolCallId"]] = part.get("args")
-                parts.append(_stamped({"type": "tool-call", "toolCallId": part["toolCallId"],
-                                       "toolName": part["toolName"], "input": part.get("args")},
-                                      stamp))
-            elif part["type"] == "tool-result":
-                value = part.get("result")
-                is_error = part.get("isError") is True
-                output = {"type": ("error-text" if isinstance(value, str) else "error-json")
-                          if is_error else "json", "value": value}
-                parts.append(_stamped({"type": "tool-result", "toolCallId": part["toolCallId"],
-                                       "toolName": part["toolName"], "output": output,
-                                       "input": inputs.get(part["toolCallId"])}, stamp))
-            else:
-                parts.append(_stamped(dict(part), stamp))
-        out.append({"role": core["role"], "content": parts})
+    for part in message.content.parts:
+        if isinstance(part, StepStartPart):
+            _end_step(out, content, texts, outcomes, inputs, stamp)
+            content, texts, outcomes = [], [], []
+        elif isinstance(part, TextPart):
+            if part.text:
+                content.append({"type": "text", "text": part.text, "providerOptions": stamp})
+                texts.append(part.text)
+        elif isinstance(part, ReasoningPart):
+            for item in core_reasoning(part):
+                model_part: ModelPart = dict(item)
+                model_part["providerOptions"] = stamp
+                content.append(model_part)
+        elif isinstance(part, FilePart):
+            content.append({"type": "file", "data": part.data, "mimeType": part.mime_type,
+                            "providerOptions": stamp})
+        elif isinstance(part, ToolInvocationPart):
+            invocation = part.tool_invocation
+            if invocation.state in OUTCOME_STATES:
+                content.append({"type": "tool-call", "toolCallId": invocation.tool_call_id,
+                                "toolName": invocation.tool_name, "input": invocation.args,
+                                "providerOptions": stamp})
+                inputs[invocation.tool_call_id] = invocation.args
+                outcomes.append(invocation)
+    _end_step(out, content, texts, outcomes, inputs, stamp)
+    if not out and not message.content.parts and isinstance(message.content.content, str) \
+            and message.content.content:
+        out.append({"role": "assistant", "content": [
+            {"type": "text", "text": message.content.content, "providerOptions": stamp}]})
     return out
+
+
+def _end_step(out: list[ModelMessage], content: list[ModelPart], texts: list[str],
+              outcomes: list[ToolInvocation], inputs: dict[str, object],
+              stamp: _Stamp) -> None:
+    """Close one step of an assistant message: its turn (text only: one text part) and its
+    ``tool`` turn."""
+    if content:
+        if len(texts) == len(content):
+            out.append({"role": "assistant", "content": [
+                {"type": "text", "text": "".join(texts), "providerOptions": stamp}]})
+        else:
+            out.append({"role": "assistant", "content": content})
+    if outcomes:
+        results: list[ModelPart] = []
+        for invocation in outcomes:
+            core = core_result(invocation)
+            value = core["result"]
+            kind = ("error-text" if isinstance(value, str) else "error-json") \
+                if core.get("isError") is True else "json"
+            results.append({"type": "tool-result", "toolCallId": invocation.tool_call_id,
+                            "toolName": invocation.tool_name,
+                            "output": {"type": kind, "value": value},
+                            "input": inputs.get(invocation.tool_call_id),
+                            "providerOptions": stamp})
+        out.append({"role": "tool", "content": results})
 
 
 def message_snapshot(message_list: MessageList) -> Snapshot:
     """``{all, user, nonUser}``: the conversation, the input, and everything else (memory and
     response), each message converted once."""
-    get = message_list.get
-    inputs = {m.id for m in get.input.db()}
-    responses = {m.id for m in get.response.db()}
     every: list[ModelMessage] = []
     user: list[ModelMessage] = []
     non_user: list[ModelMessage] = []
-    for message in get.all.db():
+    for message, source in message_list.with_sources():
         converted = model_messages(message)
         every.extend(converted)
-        if message.id in inputs:
+        if source == "input":
             user.extend(converted)
-        elif message.id in responses:
+        elif source == "response":
             non_user.extend(converted)
     return {"all": every, "user": user, "nonUser": non_user}
 
