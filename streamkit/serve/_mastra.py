@@ -57,7 +57,7 @@ from ..errors import (
 )
 from ..memory import Memory, Thread
 from ..messages import Message, format_timestamp, message_to_dict, to_core
-from ..wire import encode, to_builtins
+from ..wire import encode_sse, to_builtins
 from ._requests import Call, decode_agent_call, decode_thread_body, issues_of
 from ._sse import CLOSE_TIMEOUT, DONE, SSE_HEADERS, EventStream, SSEResponse
 from ._tenancy import DENIED, Tenancy
@@ -80,13 +80,15 @@ def sse_frame(chunk: Chunk) -> bytes:
         # Mastra redacts the provider request from step-start (it can hold the whole prompt).
         chunk = msgspec.structs.replace(
             chunk, payload=msgspec.structs.replace(chunk.payload, request={}))
-    data = encode(chunk)
-    # One byte first: a one-byte ``in`` is a memchr (~0.16 µs over a 3 KB finish frame), the
-    # two-byte search ~2.7 µs; the pair is looked for only where an E2 byte is.
-    if b"\xe2" in data and b"\xe2\x80" in data:
-        data = data.replace(_LINE_SEPARATORS[0], b"\\u2028").replace(_LINE_SEPARATORS[1],
-                                                                      b"\\u2029")
-    return b"data: %b\n\n" % data
+    frame = encode_sse(chunk)
+    # One byte first, as an int: ``0xE2 in frame`` is a memchr (~30 ns over a 120-byte frame);
+    # ``b"\xe2" in frame`` took the bytes-needle path (~180 ns, most of a small frame's
+    # framing), the two-byte search ~2.7 µs over a 3 KB finish frame. The pair is looked for
+    # only where an E2 byte is.
+    if 0xE2 in frame and b"\xe2\x80" in frame:
+        frame = frame.replace(_LINE_SEPARATORS[0], b"\\u2028").replace(_LINE_SEPARATORS[1],
+                                                                        b"\\u2029")
+    return frame
 
 
 def _error_chunk_frame(run_id: str, exc: BaseException) -> bytes:
