@@ -28,6 +28,7 @@ from streamkit._message_model import (
     _new_id,
     _now_ms,
     get_text,
+    to_message,
     to_messages,
     to_part,
 )
@@ -492,6 +493,12 @@ class MessageList:
         """
         if tag is not None and (not isinstance(tag, str) or not tag):
             raise MessageError(f"a system message tag must be a non-empty str, got {tag!r}")
+        if isinstance(messages, str):  # an agent's instructions, every run: one text, no lists
+            bucket = self._untagged if tag is None else self._tagged.setdefault(tag, [])
+            if any(get_text(m) == messages for m in bucket):
+                return []
+            bucket.append(message := to_message(messages, default_role="system"))
+            return [message]
         items = to_messages(messages, default_role="system")
         for message in items:
             if message.role != "system":

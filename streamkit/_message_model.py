@@ -66,6 +66,11 @@ _ids: deque[str] = deque()
 os.register_at_fork(after_in_child=_ids.clear)
 
 
+#: The variant digit of a version 4 UUID (``10xx``) from a random hex digit: a dict lookup, not
+#: ``int(digit, 16)`` and a string index per id (~0.5 vs ~0.6 µs an id).
+_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
+
+
 def _new_id() -> str:
     """A random (version 4) UUID as text, the same as ``str(uuid.uuid4())`` made from the same
     random bytes (``os.urandom``, the source ``uuid4`` uses), formatted without a ``UUID``
@@ -75,9 +80,10 @@ def _new_id() -> str:
         return _ids.popleft()
     except IndexError:
         h = os.urandom(16 * _IDS_PER_DRAW).hex()
+        variant = _VARIANT
         _ids.extend(
             f"{h[i:i + 8]}-{h[i + 8:i + 12]}-4{h[i + 13:i + 16]}-"
-            f"{'89ab'[int(h[i + 16], 16) & 3]}{h[i + 17:i + 20]}-{h[i + 20:i + 32]}"
+            f"{variant[h[i + 16]]}{h[i + 17:i + 20]}-{h[i + 20:i + 32]}"
             for i in range(0, 32 * _IDS_PER_DRAW, 32))
         return _ids.popleft()
 
