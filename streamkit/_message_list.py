@@ -9,10 +9,9 @@ for hook return values, and checkpoints; the provider/UI formats it renders with
 from __future__ import annotations
 
 import bisect
-import copy
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, TypeVar
 
 import msgspec
 from msgspec import UNSET
@@ -149,6 +148,13 @@ _MEMORY = frozenset(("memory",))
 _CONTEXT = frozenset(("context",))
 
 
+_S = TypeVar("_S", bound=msgspec.Struct)
+#: A shallow copy of a msgspec struct: the struct's own ``__copy__`` (~70 ns), without
+#: ``copy.copy``'s dispatch (~160 ns); a checkpoint is taken at every step. (msgspec's stubs do
+#: not declare the method.)
+_copy: Callable[[_S], _S] = msgspec.Struct.__copy__  # type: ignore[attr-defined]
+
+
 class MessageListCheckpoint:
     """Opaque token from ``MessageList.checkpoint()``; pass it to ``rollback()``."""
 
@@ -161,8 +167,8 @@ class MessageListCheckpoint:
         # Shallow copies of every struct a later change may touch: the message, its content,
         # each part and each tool invocation. Nested dicts (args, result, metadata) are shared.
         self._messages = [
-            (m, copy.copy(m), m.content, copy.copy(m.content), list(m.content.parts),
-             [(p, copy.copy(p), copy.copy(p.tool_invocation)
+            (m, _copy(m), m.content, _copy(m.content), list(m.content.parts),
+             [(p, _copy(p), _copy(p.tool_invocation)
                if isinstance(p, ToolInvocationPart) else None) for p in m.content.parts],
              list(m.content.tool_invocations) if isinstance(m.content.tool_invocations, list)
              else None)
