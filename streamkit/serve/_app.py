@@ -39,7 +39,7 @@ from ..chunks import Chunk, TextDelta
 from ..errors import InvalidArgument, InvalidType, StreamkitError
 from ..memory import Memory
 from ..validate import int_at_least, seconds
-from ._limits import DEFAULT_LIMITS, Limits, RequestLimits
+from ._limits import DEFAULT_LIMITS, Limits, RequestLimits, request_body
 from ._mastra import MastraAPI, error_response
 from ._requests import decode_chat_call
 from ._sse import DONE, EventStream, SSEResponse
@@ -130,7 +130,7 @@ class _Chat:
         if agent is None:
             return JSONResponse({"error": f"Agent with id {agent_id} not found"}, 404)
         try:
-            call = decode_chat_call(await request.body())
+            call = decode_chat_call(await request_body(request))
             refused = await self.tenancy.admit(request, agent, call, call.resource_field)
             if refused is not None:
                 return refused

@@ -58,6 +58,7 @@ from ..errors import (
 from ..memory import Memory, Thread
 from ..messages import Message, format_timestamp, message_to_dict, to_core
 from ..wire import encode_sse, to_builtins
+from ._limits import request_body
 from ._requests import Call, decode_agent_call, decode_thread_body, issues_of
 from ._sse import CLOSE_TIMEOUT, DONE, SSE_HEADERS, EventStream, SSEResponse
 from ._tenancy import DENIED, Tenancy
@@ -315,7 +316,7 @@ class MastraAPI:
         if agent is None:
             return _not_found(agent_id)
         try:
-            call = decode_agent_call(await request.body())
+            call = decode_agent_call(await request_body(request))
             refused = await self.tenancy.admit(request, agent, call, call.resource_field)
         except StreamkitError as exc:
             return error_response(exc)
@@ -452,7 +453,7 @@ class MastraAPI:
             return memory
         thread_id: str | None = None
         try:
-            body = decode_thread_body(await request.body())
+            body = decode_thread_body(await request_body(request))
             claimed = body.resource_id or body.resourceid or None
             resource_id = await self.tenancy.resource_of(request, claimed)
             if isinstance(resource_id, Response):
