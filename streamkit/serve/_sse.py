@@ -140,9 +140,10 @@ class EventStream:
         self._room: asyncio.Future[None] | None = None  # the producer waits on it when full
         self._arrived: asyncio.Future[None] | None = None  # the consumer waits on it when empty
         self._task: asyncio.Task[None] | None = None
-        # Set by ``first()``: the loop is looked up once per response, since on CPython 3.11
-        # each ``asyncio.get_running_loop()`` (and so ``asyncio.create_task``) is a
-        # ``getpid()`` system call (3 % of the server's samples at one client, py-spy --native).
+        # Set by ``first()``: the loop is looked up once per response (on CPython 3.11 each
+        # ``asyncio.get_running_loop()`` is a ``getpid()`` system call, ~0.1 µs here; py-spy
+        # --native put 3-5 % of the server's samples on it, which an A/B run without any
+        # lookup did not confirm: py-spy's samples pile up at system calls).
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @classmethod
