@@ -229,6 +229,7 @@ class Run:
                     handed = await self._nodes[node](self)
                     if handed.__class__ is Stream:
                         # What the node queued (a step's step-start) goes before its stream.
+                        # (``Outbox.__bool__``'s test, inline: this runs for every node.)
                         if outbox.queued or outbox.live:
                             await outbox.drain(self.chain)
                         for chunk in outbox.take():

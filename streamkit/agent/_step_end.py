@@ -140,7 +140,7 @@ def model_messages(message: Message) -> list[ModelMessage]:
 
     Built from the message's parts in one walk, not through ``to_core``'s prompt dicts (which
     were then rebuilt part by part): the snapshot is taken at every step end. A property test
-    holds the two to the same JSON (tests/test_fidelity_keys.py).
+    holds the two to the same JSON (tests/test_model_messages.py).
 
     Example:
         >>> from streamkit.messages import ToolInvocationPart
