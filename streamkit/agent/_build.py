@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -118,39 +119,50 @@ class StepRecorder:
         return buf
 
     def add(self, c: Any) -> None:
-        """Record one delivered chunk (any type)."""
+        """Record one delivered chunk (any type): kept when ``keep_chunks``, and what it adds
+        to the step (``_RECORDERS``: most chunks add nothing, and are told apart by one dict
+        lookup instead of a chain of class tests)."""
         if self.chunks is not None:
             self.chunks.append(c)
-        cls = c.__class__
-        if cls is TextDelta:
-            self.open_text(c.payload.id).append(c.payload.text)
-        elif cls is ReasoningDelta:
-            key = c.payload.id
-            buf = self._reasons.get(key)
-            if buf is None:
-                buf = self._reasons[key] = []
-                self.entries.append(("reasoning", key, buf))
-            buf.append(c.payload.text)
-        elif cls is ReasoningEnd:
-            sig = getattr(c.payload, "signature", None)
-            if isinstance(sig, str) and sig:
-                self._signatures[c.payload.id] = sig
-        elif cls is ToolCall:
-            p = c.payload
-            self.entries.append(ToolInvocationPart.call(p.tool_call_id, p.tool_name, p.args))
-            self.tool_calls.append(StepToolCall(p.tool_call_id, p.tool_name, p.args))
-        elif cls is Source:
-            p = c.payload
-            title = getattr(p, "title", None)
-            self.entries.append(SourcePart(source=SourceInfo(
-                source_type=getattr(p, "source_type", None) or "url", id=p.id,
-                url=getattr(p, "url", None) or "",
-                title=title if isinstance(title, str) else UNSET)))
-        elif cls is File:
-            p = c.payload
-            self.entries.append(FilePart(mime_type=p.mime_type, data=p.data))
-        elif cls is ObjectResult:
-            self.objects.append(c.object)
+        record = _RECORDERS.get(c.__class__)
+        if record is not None:
+            record(self, c)
+
+    def _text_delta(self, c: TextDelta) -> None:
+        self.open_text(c.payload.id).append(c.payload.text)
+
+    def _reasoning_delta(self, c: ReasoningDelta) -> None:
+        key = c.payload.id
+        buf = self._reasons.get(key)
+        if buf is None:
+            buf = self._reasons[key] = []
+            self.entries.append(("reasoning", key, buf))
+        buf.append(c.payload.text)
+
+    def _reasoning_end(self, c: ReasoningEnd) -> None:
+        sig = getattr(c.payload, "signature", None)
+        if isinstance(sig, str) and sig:
+            self._signatures[c.payload.id] = sig
+
+    def _tool_call(self, c: ToolCall) -> None:
+        p = c.payload
+        self.entries.append(ToolInvocationPart.call(p.tool_call_id, p.tool_name, p.args))
+        self.tool_calls.append(StepToolCall(p.tool_call_id, p.tool_name, p.args))
+
+    def _source(self, c: Source) -> None:
+        p = c.payload
+        title = getattr(p, "title", None)
+        self.entries.append(SourcePart(source=SourceInfo(
+            source_type=getattr(p, "source_type", None) or "url", id=p.id,
+            url=getattr(p, "url", None) or "",
+            title=title if isinstance(title, str) else UNSET)))
+
+    def _file(self, c: File) -> None:
+        p = c.payload
+        self.entries.append(FilePart(mime_type=p.mime_type, data=p.data))
+
+    def _object_result(self, c: ObjectResult) -> None:
+        self.objects.append(c.object)
 
     def text(self) -> str:
         """The step's text (its text parts, joined)."""
@@ -176,6 +188,16 @@ class StepRecorder:
             else:
                 built.append(e)
         return built
+
+
+#: What each recorded chunk class adds to its step (``StepRecorder.add``); by exact class, as
+#: the chain of ``is`` tests it replaces did.
+_RECORDERS: dict[type, Callable[[StepRecorder, Any], None]] = {
+    TextDelta: StepRecorder._text_delta, ReasoningDelta: StepRecorder._reasoning_delta,
+    ReasoningEnd: StepRecorder._reasoning_end, ToolCall: StepRecorder._tool_call,
+    Source: StepRecorder._source, File: StepRecorder._file,
+    ObjectResult: StepRecorder._object_result,
+}
 
 
 def schema_of(structured: object) -> dict[str, object] | None:
