@@ -79,6 +79,11 @@ class Stream(Generic[Then]):
     held: frozenset[type] = frozenset()
 
 
+#: The chunk classes ``Run.deliver`` stores nothing of (every one but ``data-*`` chunks and
+#: tool outcomes): the test each delivered chunk takes first.
+_NOT_STORED: frozenset[type] = frozenset(
+    c for c in CHUNK_CLASSES if not issubclass(c, (DataChunk, ToolResult, ToolErrorChunk)))
+
 NodeResult = LoopNode | Stream[LoopNode]
 NodeFn = Callable[["Run"], Awaitable[NodeResult]]
 
@@ -174,8 +179,12 @@ class Run:
         call's outcome, as delivered. (The model's text deltas take an inlined copy of this in
         ``events``, held to this by tests/test_inline_deliver.py.)"""
         step = self.state.step
-        if step is not None and step.recorder is not None:
-            step.recorder.add(chunk)
+        if step is not None:
+            rec = step.recorder
+            if rec is not None:
+                rec.add(chunk)
+        if chunk.__class__ in _NOT_STORED:  # most chunks: one set lookup, no class tests
+            return
         if isinstance(chunk, DataChunk):
             self._store_data(chunk)
         elif step is not None and isinstance(chunk, (ToolResult, ToolErrorChunk)):
