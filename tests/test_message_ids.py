@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamkit._message_model import _new_id
+from streamkit._message_model import _IDS_PER_DRAW, _new_id, _v4_texts
 from streamkit.messages import Message, format_timestamp
 
 
@@ -96,3 +96,12 @@ def test_a_naive_timestamp_follows_the_local_zone_when_it_changes(
         monkeypatch.undo()
         time.tzset()
     assert (first, second) == ("2026-06-01T12:00:00.000Z", "2026-06-01T03:00:00.000Z")
+
+
+@given(st.binary(min_size=16 * _IDS_PER_DRAW, max_size=16 * _IDS_PER_DRAW))
+def test_a_draw_formats_as_uuid4_of_the_same_bytes(draw: bytes) -> None:
+    # The bits are set on the whole draw at once and the text cut by a regex: each id must be
+    # exactly what uuid makes of its 16 bytes as a version 4 UUID.
+    expected = [str(uuid.UUID(bytes=draw[i:i + 16], version=4))
+                for i in range(0, len(draw), 16)]
+    assert list(_v4_texts(draw)) == expected
