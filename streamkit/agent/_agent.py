@@ -287,7 +287,10 @@ class Agent:
 
     def _lane(self, lane: str, override: Processors | Override | None,
               request_context: Mapping[str, object]) -> tuple[ProcessorSpec, ...]:
-        base = _resolve_list(getattr(self, lane), request_context, lane)
+        value = getattr(self, lane)
+        if value is None and override is None:
+            return ()  # no processors in this lane (most agents' input and error lanes)
+        base = _resolve_list(value, request_context, lane)
         if override is None:
             chosen = base
         elif isinstance(override, Override):
@@ -359,9 +362,13 @@ class Agent:
     def _graph(self, cfg: RunConfig) -> Graph:
         """The loop graph for ``cfg``, built once per shape of processor lists (building and
         validating it per call cost more than a short request's chunks)."""
-        key = tuple(tuple((s.id, tuple(s.hooks)) for s in specs) for specs in (
-            cfg.input_specs, cfg.output_specs, cfg.error_specs)) + (
-            cfg.prepare_step is not None, cfg.memory is not None)
+        if cfg.input_specs or cfg.output_specs or cfg.error_specs:
+            key: tuple[object, ...] = tuple(
+                tuple((s.id, tuple(s.hooks)) for s in specs)
+                for specs in (cfg.input_specs, cfg.output_specs, cfg.error_specs)) + (
+                cfg.prepare_step is not None, cfg.memory is not None)
+        else:  # no processors: two flags name the shape (a shorter key, never a longer one's)
+            key = (cfg.prepare_step is not None, cfg.memory is not None)
         graph = self._graphs.get(key)
         if graph is None:
             if len(self._graphs) >= 64:  # lists built from request_context can vary a lot
