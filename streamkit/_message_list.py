@@ -155,6 +155,9 @@ _S = TypeVar("_S", bound=msgspec.Struct)
 _copy: Callable[[_S], _S] = msgspec.Struct.__copy__  # type: ignore[attr-defined]
 
 
+#: The role a message added without one gets, by source (``MessageList.add``); else user.
+_DEFAULT_ROLE = {"response": "assistant", "system": "system"}
+
 class MessageListCheckpoint:
     """Opaque token from ``MessageList.checkpoint()``; pass it to ``rollback()``."""
 
@@ -291,7 +294,7 @@ class MessageList:
             ['user', 'assistant']
         """
         canonical = _source(source)
-        default_role = {"response": "assistant", "system": "system"}.get(canonical, "user")
+        default_role = _DEFAULT_ROLE.get(canonical, "user")
         items = to_messages(messages, default_role=default_role)
         if canonical == "system":
             return self.add_system(items)
@@ -303,7 +306,7 @@ class MessageList:
                 continue
             target = self._add_one(message, canonical, new_step=new_step, merge=merge)
             new_step = False
-            if not any(target is m for m in stored):
+            if not stored or not any(target is m for m in stored):  # a merge: already there
                 stored.append(target)
         return stored
 

@@ -369,8 +369,10 @@ class StreamChain:
                  writer: Writer | None = None, message_list: object = None,
                  timed: bool | None = None, continues: StreamChain | None = None) -> None:
         self.runtime = runtime
-        self.specs = [s for s in specs if HOOK in s.hooks]
-        self.flushers = [s for s in specs if s.flush is not None]
+        # (A run without output processors builds its chain with no specs: no comprehensions
+        # to run over nothing, once per request.)
+        self.specs = [s for s in specs if HOOK in s.hooks] if specs else []
+        self.flushers = [s for s in specs if s.flush is not None] if specs else []
         self._all_specs = list(specs)
         self._writer = writer
         self._message_list = message_list
@@ -379,8 +381,8 @@ class StreamChain:
         # Processor id -> the parts that reached it (its hook's ``stream_parts``), one list for
         # the main and the ``data-*`` chain alike.
         self._parts: dict[str, list[Chunk]] = {} if continues is None else continues._parts
-        data_specs = [s for s in self.specs if s.process_data_parts]
-        self.is_async = any(s.hooks[HOOK].is_async for s in self.specs)
+        data_specs = [s for s in self.specs if s.process_data_parts] if self.specs else []
+        self.is_async = bool(self.specs) and any(s.hooks[HOOK].is_async for s in self.specs)
         if self.specs:
             self._data = _bind(data_specs, runtime, writer, message_list, self.ctx,
                                "always" if self.timed else "off", None, self.is_async,
@@ -395,7 +397,7 @@ class StreamChain:
             # of the process serves both lanes (see ``_empty``).
             self._main = self._data = _empty()
         self.push: Callable[[Chunk], Any] = self._main.push
-        self._data_index = [self.specs.index(s) for s in data_specs]
+        self._data_index = [self.specs.index(s) for s in data_specs] if data_specs else []
         self.empty = not self.specs
         self._counted = 0
         self._data_counted = 0
