@@ -27,6 +27,7 @@ Dropped, as by ``chatRoute`` (the UI schema has no such part): ``tool-call-input
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from typing import Any
 
 from msgspec import UNSET
@@ -137,54 +138,73 @@ class UIMessageStream:
         self._tripped = False
 
     def convert(self, chunk: Chunk) -> list[JSONDict]:
-        if isinstance(chunk, TextDelta):  # the hot path first
-            return [{"type": "text-delta", "id": chunk.payload.id, "delta": chunk.payload.text}]
-        if isinstance(chunk, DataChunk):
-            data: JSONDict = {"type": chunk.type, "data": chunk.data}
-            _set(data, "id", chunk.id)
-            if chunk.transient is True:
-                data["transient"] = True
-            return [data]
-        if isinstance(chunk, Start):
-            self._start = chunk
-            return []
-        if isinstance(chunk, StepStart):
-            return self._opening(chunk) + [{"type": "start-step"}]
-        if isinstance(chunk, StepFinish):
-            return [{"type": "finish-step"}]
-        if isinstance(chunk, (TextStart, ReasoningStart)):
-            opened: JSONDict = {"type": chunk.type, "id": chunk.payload.id}
-            _set(opened, "providerMetadata", chunk.payload.provider_metadata)
-            return [opened]
-        if isinstance(chunk, (TextEnd, ReasoningEnd)):
-            closed: JSONDict = {"type": chunk.type, "id": chunk.payload.id}
-            _set(closed, "providerMetadata", getattr(chunk.payload, "provider_metadata", UNSET))
-            return [closed]
-        if isinstance(chunk, ReasoningDelta):
-            return [{"type": "reasoning-delta", "id": chunk.payload.id,
-                     "delta": chunk.payload.text}]
-        if isinstance(chunk, ToolCallInputStreamingStart):
-            start: JSONDict = {"type": "tool-input-start",
-                                     "toolCallId": chunk.payload.tool_call_id,
-                                     "toolName": chunk.payload.tool_name, "dynamic": False}
-            _set(start, "providerExecuted", getattr(chunk.payload, "provider_executed", UNSET))
-            return [start]
-        if isinstance(chunk, ToolCallDelta):
-            return [{"type": "tool-input-delta", "toolCallId": chunk.payload.tool_call_id,
-                     "inputTextDelta": chunk.payload.args_text_delta}]
-        if isinstance(chunk, ToolCall):
-            args = chunk.payload.args
-            return [{"type": "tool-input-available", "toolCallId": chunk.payload.tool_call_id,
-                     "toolName": chunk.payload.tool_name,
-                     "input": {} if args is UNSET or args is None else args}]
-        if isinstance(chunk, ToolResult):
-            result = chunk.payload.result
-            return [{"type": "tool-output-available", "toolCallId": chunk.payload.tool_call_id,
-                     "output": None if result is UNSET else result}]
-        if isinstance(chunk, ToolErrorChunk):
-            return [{"type": "tool-output-error", "toolCallId": chunk.payload.tool_call_id,
-                     "errorText": error_text_of(chunk.payload.error)}]
-        return self._rare(chunk)
+        # One dict lookup by class (``_CONVERTERS``) instead of a chain of up to ten
+        # ``isinstance`` tests per chunk; a subclass of a chunk class is converted as the first
+        # class of its MRO that has a converter (what the ``isinstance`` chain gave it).
+        convert = _CONVERTERS.get(chunk.__class__)
+        if convert is None:
+            convert = _converter_of(chunk.__class__)
+        return convert(self, chunk)
+
+    def _text_delta(self, chunk: TextDelta) -> list[JSONDict]:
+        return [{"type": "text-delta", "id": chunk.payload.id, "delta": chunk.payload.text}]
+
+    def _data(self, chunk: DataChunk) -> list[JSONDict]:
+        data: JSONDict = {"type": chunk.type, "data": chunk.data}
+        _set(data, "id", chunk.id)
+        if chunk.transient is True:
+            data["transient"] = True
+        return [data]
+
+    def _run_start(self, chunk: Start) -> list[JSONDict]:
+        self._start = chunk
+        return []
+
+    def _step_start(self, chunk: StepStart) -> list[JSONDict]:
+        return self._opening(chunk) + [{"type": "start-step"}]
+
+    def _step_finish(self, chunk: StepFinish) -> list[JSONDict]:
+        return [{"type": "finish-step"}]
+
+    def _part_start(self, chunk: TextStart | ReasoningStart) -> list[JSONDict]:
+        opened: JSONDict = {"type": chunk.type, "id": chunk.payload.id}
+        _set(opened, "providerMetadata", chunk.payload.provider_metadata)
+        return [opened]
+
+    def _part_end(self, chunk: TextEnd | ReasoningEnd) -> list[JSONDict]:
+        closed: JSONDict = {"type": chunk.type, "id": chunk.payload.id}
+        _set(closed, "providerMetadata", getattr(chunk.payload, "provider_metadata", UNSET))
+        return [closed]
+
+    def _reasoning_delta(self, chunk: ReasoningDelta) -> list[JSONDict]:
+        return [{"type": "reasoning-delta", "id": chunk.payload.id,
+                 "delta": chunk.payload.text}]
+
+    def _tool_input_start(self, chunk: ToolCallInputStreamingStart) -> list[JSONDict]:
+        start: JSONDict = {"type": "tool-input-start",
+                                 "toolCallId": chunk.payload.tool_call_id,
+                                 "toolName": chunk.payload.tool_name, "dynamic": False}
+        _set(start, "providerExecuted", getattr(chunk.payload, "provider_executed", UNSET))
+        return [start]
+
+    def _tool_input_delta(self, chunk: ToolCallDelta) -> list[JSONDict]:
+        return [{"type": "tool-input-delta", "toolCallId": chunk.payload.tool_call_id,
+                 "inputTextDelta": chunk.payload.args_text_delta}]
+
+    def _tool_call(self, chunk: ToolCall) -> list[JSONDict]:
+        args = chunk.payload.args
+        return [{"type": "tool-input-available", "toolCallId": chunk.payload.tool_call_id,
+                 "toolName": chunk.payload.tool_name,
+                 "input": {} if args is UNSET or args is None else args}]
+
+    def _tool_result(self, chunk: ToolResult) -> list[JSONDict]:
+        result = chunk.payload.result
+        return [{"type": "tool-output-available", "toolCallId": chunk.payload.tool_call_id,
+                 "output": None if result is UNSET else result}]
+
+    def _tool_error(self, chunk: ToolErrorChunk) -> list[JSONDict]:
+        return [{"type": "tool-output-error", "toolCallId": chunk.payload.tool_call_id,
+                 "errorText": error_text_of(chunk.payload.error)}]
 
     def _opening(self, step: StepStart) -> list[JSONDict]:
         """The held ``start``, sent with the first step so its ``messageId`` is the step's."""
@@ -198,37 +218,44 @@ class UIMessageStream:
         _set(out, "messageId", message_id)
         return [out]
 
-    def _rare(self, chunk: Chunk) -> list[JSONDict]:
-        if isinstance(chunk, Finish):
-            self._finished = True
-            step_result: Any = chunk.payload.step_result
-            reason = getattr(step_result, "reason", None)
-            return self._begin() + [{"type": "finish", "finishReason":
-                                     reason if reason in FINISH_REASONS else "other"}]
-        if isinstance(chunk, ErrorChunk):
-            return self._begin() + [{"type": "error",
-                                     "errorText": error_text_of(chunk.payload.error)}]
-        if isinstance(chunk, TripwireChunk):
-            trip = chunk.payload
-            data = {"reason": trip.reason, "retry": trip.retry is True,
-                    "metadata": None if trip.metadata is UNSET else trip.metadata,
-                    "processorId": None if trip.processor_id is UNSET else trip.processor_id}
-            self._tripped = True
-            return self._begin() + [{"type": "data-tripwire", "data": data}]
-        if isinstance(chunk, AbortChunk):
-            self._finished = True
-            return self._begin() + [{"type": "abort"}]
-        if isinstance(chunk, Source):
-            return [_source(chunk)]
-        if isinstance(chunk, File):
-            file = chunk.payload
-            content = file.data
-            if isinstance(content, (bytes, bytearray, memoryview)):
-                content = base64.b64encode(bytes(content)).decode("ascii")
-            return [{"type": "file", "url": f"data:{file.mime_type};base64,{content}",
-                     "mediaType": file.mime_type}]
-        if isinstance(chunk, (ToolCallApproval, ToolCallSuspended)):
-            return [{"type": f"data-{chunk.type}", "data": to_builtins(chunk)["payload"]}]
+    def _finish(self, chunk: Finish) -> list[JSONDict]:
+        self._finished = True
+        step_result: Any = chunk.payload.step_result
+        reason = getattr(step_result, "reason", None)
+        return self._begin() + [{"type": "finish", "finishReason":
+                                 reason if reason in FINISH_REASONS else "other"}]
+
+    def _error(self, chunk: ErrorChunk) -> list[JSONDict]:
+        return self._begin() + [{"type": "error",
+                                 "errorText": error_text_of(chunk.payload.error)}]
+
+    def _tripwire(self, chunk: TripwireChunk) -> list[JSONDict]:
+        trip = chunk.payload
+        data = {"reason": trip.reason, "retry": trip.retry is True,
+                "metadata": None if trip.metadata is UNSET else trip.metadata,
+                "processorId": None if trip.processor_id is UNSET else trip.processor_id}
+        self._tripped = True
+        return self._begin() + [{"type": "data-tripwire", "data": data}]
+
+    def _abort(self, chunk: AbortChunk) -> list[JSONDict]:
+        self._finished = True
+        return self._begin() + [{"type": "abort"}]
+
+    def _source(self, chunk: Source) -> list[JSONDict]:
+        return [_source(chunk)]
+
+    def _file(self, chunk: File) -> list[JSONDict]:
+        file = chunk.payload
+        content = file.data
+        if isinstance(content, (bytes, bytearray, memoryview)):
+            content = base64.b64encode(bytes(content)).decode("ascii")
+        return [{"type": "file", "url": f"data:{file.mime_type};base64,{content}",
+                 "mediaType": file.mime_type}]
+
+    def _tool_pause(self, chunk: ToolCallApproval | ToolCallSuspended) -> list[JSONDict]:
+        return [{"type": f"data-{chunk.type}", "data": to_builtins(chunk)["payload"]}]
+
+    def _nothing(self, chunk: Chunk) -> list[JSONDict]:
         return []
 
     def _begin(self) -> list[JSONDict]:
@@ -250,3 +277,33 @@ class UIMessageStream:
             return []
         self._finished = True
         return self._begin() + [{"type": "finish", "finishReason": "other"}]
+
+
+_Converter = Callable[[UIMessageStream, Any], list[JSONDict]]
+
+#: Each chunk class's UI chunks (``UIMessageStream.convert``); a class not here sends nothing
+#: (``step-output``, ``object``, ``response-metadata``, ``watch``... have no UI chunk).
+_CONVERTERS: dict[type, _Converter] = {
+    TextDelta: UIMessageStream._text_delta, DataChunk: UIMessageStream._data,
+    Start: UIMessageStream._run_start, StepStart: UIMessageStream._step_start,
+    StepFinish: UIMessageStream._step_finish, TextStart: UIMessageStream._part_start,
+    ReasoningStart: UIMessageStream._part_start, TextEnd: UIMessageStream._part_end,
+    ReasoningEnd: UIMessageStream._part_end, ReasoningDelta: UIMessageStream._reasoning_delta,
+    ToolCallInputStreamingStart: UIMessageStream._tool_input_start,
+    ToolCallDelta: UIMessageStream._tool_input_delta, ToolCall: UIMessageStream._tool_call,
+    ToolResult: UIMessageStream._tool_result, ToolErrorChunk: UIMessageStream._tool_error,
+    Finish: UIMessageStream._finish, ErrorChunk: UIMessageStream._error,
+    TripwireChunk: UIMessageStream._tripwire, AbortChunk: UIMessageStream._abort,
+    Source: UIMessageStream._source, File: UIMessageStream._file,
+    ToolCallApproval: UIMessageStream._tool_pause,
+    ToolCallSuspended: UIMessageStream._tool_pause,
+}
+
+
+def _converter_of(cls: type) -> _Converter:
+    """The converter of the first class in ``cls``'s MRO that has one (``_nothing`` if none),
+    remembered for ``cls`` (chunk classes are few: the table stays small)."""
+    found = next((_CONVERTERS[c] for c in cls.__mro__ if c in _CONVERTERS),
+                 UIMessageStream._nothing)
+    _CONVERTERS[cls] = found
+    return found

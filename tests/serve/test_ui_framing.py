@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamkit.chunks import TextDelta
+from streamkit.chunks import ReasoningDelta, ReasoningDeltaPayload, TextDelta
 from streamkit.errors import InvalidArgument
 from streamkit.serve._app import UIFraming
 from streamkit.serve._ui_stream import UIMessageStream
@@ -38,3 +38,16 @@ def test_a_lone_surrogate_in_a_delta_is_a_typed_error() -> None:
     chunk = TextDelta(id="t", text="a\ud800b", run_id="r", from_="AGENT")
     with pytest.raises(InvalidArgument, match="'text-delta' cannot be encoded"):
         UIFraming().frame(chunk)
+
+
+def test_a_subclass_of_a_chunk_class_converts_as_its_class() -> None:
+    # convert() finds a chunk's rule by its exact class; a subclass (not in the table) takes
+    # the rule of the first class of its MRO that has one, as isinstance tests would give it.
+    class Annotated(ReasoningDelta, kw_only=True, frozen=True):
+        pass
+
+    chunk = Annotated(payload=ReasoningDeltaPayload(id="r", text="why"), run_id="r",
+                      from_="AGENT")
+    plain = ReasoningDelta(id="r", text="why", run_id="r", from_="AGENT")
+    assert UIMessageStream().convert(chunk) == UIMessageStream().convert(plain) == [
+        {"type": "reasoning-delta", "id": "r", "delta": "why"}]
