@@ -124,12 +124,13 @@ class StepRecorder:
         lookup instead of a chain of class tests)."""
         if self.chunks is not None:
             self.chunks.append(c)
-        record = _RECORDERS.get(c.__class__)
+        cls = c.__class__
+        if cls is TextDelta:  # the most frequent chunk, recorded inline (no second call)
+            self.open_text(c.payload.id).append(c.payload.text)
+            return
+        record = _RECORDERS.get(cls)
         if record is not None:
             record(self, c)
-
-    def _text_delta(self, c: TextDelta) -> None:
-        self.open_text(c.payload.id).append(c.payload.text)
 
     def _reasoning_delta(self, c: ReasoningDelta) -> None:
         key = c.payload.id
@@ -193,7 +194,7 @@ class StepRecorder:
 #: What each recorded chunk class adds to its step (``StepRecorder.add``); by exact class, as
 #: the chain of ``is`` tests it replaces did.
 _RECORDERS: dict[type, Callable[[StepRecorder, Any], None]] = {
-    TextDelta: StepRecorder._text_delta, ReasoningDelta: StepRecorder._reasoning_delta,
+    ReasoningDelta: StepRecorder._reasoning_delta,
     ReasoningEnd: StepRecorder._reasoning_end, ToolCall: StepRecorder._tool_call,
     Source: StepRecorder._source, File: StepRecorder._file,
     ObjectResult: StepRecorder._object_result,
