@@ -181,9 +181,8 @@ class UIMessageStream:
                  "delta": chunk.payload.text}]
 
     def _tool_input_start(self, chunk: ToolCallInputStreamingStart) -> list[JSONDict]:
-        start: JSONDict = {"type": "tool-input-start",
-                                 "toolCallId": chunk.payload.tool_call_id,
-                                 "toolName": chunk.payload.tool_name, "dynamic": False}
+        start: JSONDict = {"type": "tool-input-start", "toolCallId": chunk.payload.tool_call_id,
+                           "toolName": chunk.payload.tool_name, "dynamic": False}
         _set(start, "providerExecuted", getattr(chunk.payload, "provider_executed", UNSET))
         return [start]
 
