@@ -158,6 +158,7 @@ _copy: Callable[[_S], _S] = msgspec.Struct.__copy__  # type: ignore[attr-defined
 #: The role a message added without one gets, by source (``MessageList.add``); else user.
 _DEFAULT_ROLE = {"response": "assistant", "system": "system"}
 
+
 class MessageListCheckpoint:
     """Opaque token from ``MessageList.checkpoint()``; pass it to ``rollback()``."""
 

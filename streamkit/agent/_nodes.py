@@ -105,6 +105,7 @@ def _own(cls: type[C], payload: object, run: Run) -> C:
     built whole, so there is nothing for it to check. Four per step."""
     return _struct_call(cls, payload=payload, run_id=run.run_id, from_=AGENT)  # type: ignore[no-any-return]
 
+
 #: Chunks of the model's stream the loop keeps instead of delivering: its per-step ``finish``
 #: (usage, reason; the loop emits its own ``step-finish``/``finish``) and response metadata.
 _HELD = frozenset((Finish, ResponseMetadata))
