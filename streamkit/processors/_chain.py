@@ -370,7 +370,7 @@ class StreamChain:
                  timed: bool | None = None, continues: StreamChain | None = None) -> None:
         self.runtime = runtime
         # (A run without output processors builds its chain with no specs: no comprehensions
-        # to run over nothing, once per request.)
+        # over nothing, once per request.)
         self.specs = [s for s in specs if HOOK in s.hooks] if specs else []
         self.flushers = [s for s in specs if s.flush is not None] if specs else []
         self._all_specs = list(specs)
@@ -381,9 +381,9 @@ class StreamChain:
         # Processor id -> the parts that reached it (its hook's ``stream_parts``), one list for
         # the main and the ``data-*`` chain alike.
         self._parts: dict[str, list[Chunk]] = {} if continues is None else continues._parts
-        data_specs = [s for s in self.specs if s.process_data_parts] if self.specs else []
-        self.is_async = bool(self.specs) and any(s.hooks[HOOK].is_async for s in self.specs)
         if self.specs:
+            data_specs = [s for s in self.specs if s.process_data_parts]
+            self.is_async = any(s.hooks[HOOK].is_async for s in self.specs)
             self._data = _bind(data_specs, runtime, writer, message_list, self.ctx,
                                "always" if self.timed else "off", None, self.is_async,
                                self._parts)
@@ -392,12 +392,14 @@ class StreamChain:
             self._main = _bind(self.specs, runtime, writer, message_list, self.ctx,
                                "sampled" if self.timed else "off", run_data, self.is_async,
                                self._parts)
+            self._data_index = [self.specs.index(s) for s in data_specs]
         else:
             # No stream hook: nothing to time, count, dispatch or write, so the one empty chain
             # of the process serves both lanes (see ``_empty``).
+            self.is_async = False
             self._main = self._data = _empty()
+            self._data_index = []
         self.push: Callable[[Chunk], Any] = self._main.push
-        self._data_index = [self.specs.index(s) for s in data_specs] if data_specs else []
         self.empty = not self.specs
         self._counted = 0
         self._data_counted = 0
