@@ -140,7 +140,8 @@ class UIMessageStream:
     def convert(self, chunk: Chunk) -> list[JSONDict]:
         # One dict lookup by class (``_CONVERTERS``) instead of a chain of up to ten
         # ``isinstance`` tests per chunk; a subclass of a chunk class is converted as the first
-        # class of its MRO that has a converter (what the ``isinstance`` chain gave it).
+        # class of its MRO that has a converter (for a class derived from one chunk class, what
+        # the ``isinstance`` chain gave it; with two, the MRO's order decides, not the chain's).
         convert = _CONVERTERS.get(chunk.__class__)
         if convert is None:
             convert = _converter_of(chunk.__class__)
